@@ -1,0 +1,47 @@
+#include "core/dtype.h"
+
+#include <cmath>
+
+namespace deltafin {
+
+std::optional<DType> dtype_from_name(std::string_view n) {
+  if (n == "BF16") return DType::BF16;
+  if (n == "F16") return DType::F16;
+  if (n == "F32") return DType::F32;
+  if (n == "U8") return DType::U8;
+  if (n == "I8") return DType::I8;
+  if (n == "I32") return DType::I32;
+  if (n == "I64") return DType::I64;
+  if (n == "F64") return DType::F64;
+  if (n == "BOOL") return DType::BOOL;
+  return std::nullopt;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::BF16: return "BF16";
+    case DType::F16: return "F16";
+    case DType::F32: return "F32";
+    case DType::U8: return "U8";
+    case DType::I8: return "I8";
+    case DType::I32: return "I32";
+    case DType::I64: return "I64";
+    case DType::F64: return "F64";
+    case DType::BOOL: return "BOOL";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::BF16: case DType::F16: return 2;
+    case DType::F32: case DType::I32: return 4;
+    case DType::I64: case DType::F64: return 8;
+    case DType::U8: case DType::I8: case DType::BOOL: return 1;
+  }
+  return 0;
+}
+
+float e8m0_to_f32(uint8_t s) { return std::ldexp(1.0f, int(s) - 127); }
+
+}  // namespace deltafin

@@ -1,0 +1,44 @@
+// Element types of the published checkpoint and their exact conversions.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace deltafin {
+
+enum class DType : uint8_t { BF16, F16, F32, U8, I8, I32, I64, F64, BOOL };
+
+std::optional<DType> dtype_from_name(std::string_view safetensors_name);
+std::string_view dtype_name(DType t);
+size_t dtype_size(DType t);
+
+// BF16 -> fp32 widening is exact: the 16 bits become the top half.
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// fp32 -> BF16, round to nearest even (NaN stays NaN). Used by writers/tests.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+// MXFP4 (OCP MX, E2M1 elements, E8M0 group scale over 32 inputs).
+// Element code 0..15: sign in bit 3, magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6.
+inline constexpr float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+inline constexpr int kMxfp4Group = 32;
+inline constexpr uint8_t kE8M0Invalid = 255;  // OCP NaN encoding: rejected at load
+
+// 2^(s-127) exactly, for s in 0..254 (s=0 gives the subnormal-free 2^-127
+// which is a float subnormal; exact as well).
+float e8m0_to_f32(uint8_t s);
+
+}  // namespace deltafin

@@ -1,0 +1,49 @@
+// Matrix products over the checkpoint's weight formats, batch-invariant by
+// construction.
+//
+// Layout: W is [rows, cols] row-major; X holds T input rows of `cols` floats
+// (row t at X + t*cols); Y receives T output rows of `rows` floats (row t at
+// Y + t*rows). Y[t][o] = sum_i W[o][i] * X[t][i].
+//
+// THE REDUCTION ORDER (the contract every implementation must meet bit for bit,
+// whatever the SIMD target, T, or thread count):
+//   w_i is the weight widened exactly to fp32 (BF16: top half; MXFP4:
+//   e2m1(code) * 2^(scale-127), an exact fp32 product).
+//   32 partial sums acc[0..31] start at +0.0f. For i = 0 .. roundup(cols,32)-1
+//   (elements past cols are w=0, x=0): acc[i % 32] = fma(w_i, x_i, acc[i % 32]).
+//   Then a fixed pairwise tree: for h in 16, 8, 4, 2, 1: acc[j] = acc[j] + acc[j+h]
+//   for j < h. The result is acc[0].
+// Threads split output rows only, so the thread count cannot change a value.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace deltafin::kernels {
+
+inline constexpr int kLanes = 32;
+
+void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t T, float* Y,
+                 ThreadPool* pool);
+void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y,
+                ThreadPool* pool);
+// MXFP4: packed [rows, cols/2] (element 2j in the low nibble), scales
+// [rows, cols/32] E8M0. cols must be a multiple of 32.
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
+                  size_t T, float* Y, ThreadPool* pool);
+
+// A single dot product with the same order (used for attention and norms of
+// small vectors where a matrix product does not fit).
+float dot_f32(const float* a, const float* b, size_t n);
+
+// The scalar statement of the contract, used by tests to check the fast paths.
+namespace scalar {
+void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t T, float* Y);
+void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y);
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
+                  size_t T, float* Y);
+float dot_f32(const float* a, const float* b, size_t n);
+}  // namespace scalar
+
+}  // namespace deltafin::kernels
