@@ -14,7 +14,7 @@ Status check_mxfp4_scales(const TensorInfo& t) {
 Result<std::unique_ptr<CheckpointExpertSource>> CheckpointExpertSource::create(const Checkpoint& ck,
                                                                                const ModelConfig& cfg) {
   auto src = std::unique_ptr<CheckpointExpertSource>(new CheckpointExpertSource());
-  src->cfg_ = &cfg;
+  src->cfg_ = cfg;
   const int E = cfg.moe.num_experts, I = cfg.moe.expert_inter, Lt = cfg.moe.latent;
   src->entries_.resize(size_t(cfg.num_layers) * E);
   static const char* kParts[3] = {"w1", "w2", "w3"};
@@ -35,10 +35,10 @@ Result<std::unique_ptr<CheckpointExpertSource>> CheckpointExpertSource::create(c
 }
 
 Status CheckpointExpertSource::acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
-  const int E = cfg_->moe.num_experts;
+  const int E = cfg_.moe.num_experts;
   for (size_t i = 0; i < experts.size(); ++i) {
     const int e = experts[i];
-    if (layer < 0 || layer >= cfg_->num_layers || cfg_->ffn[layer] != FfnKind::MoE || e < 0 || e >= E)
+    if (layer < 0 || layer >= cfg_.num_layers || cfg_.ffn[layer] != FfnKind::MoE || e < 0 || e >= E)
       return error("expert {} of layer {} does not exist", e, layer);
     Entry& en = entries_[size_t(layer) * E + e];
     if (!en.scales_checked) {

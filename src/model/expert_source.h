@@ -53,7 +53,7 @@ class CheckpointExpertSource : public ExpertSource {
     const TensorInfo* tensors[6];  // w1 packed, w1 scale, w2 packed, w2 scale, w3 packed, w3 scale
     bool scales_checked = false;
   };
-  const ModelConfig* cfg_ = nullptr;
+  ModelConfig cfg_;
   std::vector<Entry> entries_;  // [layer * experts + e]; empty rows for dense layers
   ExpertSourceStats stats_;
 };

@@ -1,0 +1,216 @@
+#include "checkpoint/make_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace deltafin {
+
+namespace {
+
+std::string lp(int l) { return fmt::format("language_model.model.layers.{}.", l); }
+
+void add(std::vector<TensorGroup>& g, std::string name, DType dt, std::vector<int64_t> shape) {
+  g.push_back({TensorSpec{std::move(name), dt, std::move(shape)}});
+}
+
+void add_layer(const ModelPreset& p, int l, std::vector<TensorGroup>& g) {
+  const int64_t H = p.hidden;
+  const std::string pre = lp(l);
+  for (const char* n : {"input_layernorm", "post_attention_layernorm", "self_attention_res_norm"})
+    add(g, pre + n + ".weight", DType::BF16, {H});
+  add(g, pre + "self_attention_res_proj.weight", DType::BF16, {1, H});
+  add(g, pre + "mlp_res_norm.weight", DType::BF16, {H});
+  add(g, pre + "mlp_res_proj.weight", DType::BF16, {1, H});
+
+  const std::string a = pre + "self_attn.";
+  if (!p.is_mla(l)) {
+    const int64_t C = int64_t(p.kda_heads) * p.kda_head_dim, D = p.kda_head_dim, K = p.conv_kernel;
+    for (const char* n : {"q_proj", "k_proj", "v_proj", "g_proj"}) add(g, a + n + ".weight", DType::BF16, {C, H});
+    add(g, a + "f_a_proj.weight", DType::BF16, {D, H});
+    add(g, a + "f_b_proj.weight", DType::BF16, {C, D});
+    add(g, a + "b_proj.weight", DType::BF16, {p.kda_heads, H});
+    add(g, a + "o_proj.weight", DType::BF16, {H, C});
+    for (const char* n : {"q_conv1d", "k_conv1d", "v_conv1d"}) add(g, a + n + ".weight", DType::F32, {C, 1, K});
+    add(g, a + "A_log", DType::F32, {p.a_log_len});
+    add(g, a + "dt_bias", DType::F32, {C});
+    add(g, a + "o_norm.weight", DType::F32, {D});
+  } else {
+    const int64_t Nh = p.mla_heads;
+    add(g, a + "q_a_proj.weight", DType::BF16, {p.q_lora, H});
+    add(g, a + "q_a_layernorm.weight", DType::BF16, {p.q_lora});
+    add(g, a + "q_b_proj.weight", DType::BF16, {Nh * (p.qk_nope + p.qk_rope), p.q_lora});
+    add(g, a + "kv_a_proj_with_mqa.weight", DType::BF16, {p.kv_lora + p.qk_rope, H});
+    add(g, a + "kv_a_layernorm.weight", DType::BF16, {p.kv_lora});
+    add(g, a + "kv_b_proj.weight", DType::BF16, {Nh * (p.qk_nope + p.v_head), p.kv_lora});
+    add(g, a + "g_proj.weight", DType::BF16, {Nh * p.v_head, H});
+    add(g, a + "o_proj.weight", DType::BF16, {H, Nh * p.v_head});
+  }
+
+  if (!p.is_moe(l)) {
+    add(g, pre + "mlp.gate_proj.weight", DType::BF16, {p.dense_inter, H});
+    add(g, pre + "mlp.up_proj.weight", DType::BF16, {p.dense_inter, H});
+    add(g, pre + "mlp.down_proj.weight", DType::BF16, {H, p.dense_inter});
+    return;
+  }
+  const std::string s = pre + "block_sparse_moe.";
+  const int64_t SI = int64_t(p.shared) * p.expert_inter, Lt = p.latent, I = p.expert_inter;
+  add(g, s + "gate.weight", DType::BF16, {p.experts, H});
+  add(g, s + "gate.e_score_correction_bias", DType::F32, {p.experts});
+  add(g, s + "routed_expert_down_proj.weight", DType::BF16, {Lt, H});
+  add(g, s + "routed_expert_norm.weight", DType::BF16, {Lt});
+  add(g, s + "routed_expert_up_proj.weight", DType::BF16, {H, Lt});
+  add(g, s + "shared_experts.gate_proj.weight", DType::BF16, {SI, H});
+  add(g, s + "shared_experts.up_proj.weight", DType::BF16, {SI, H});
+  add(g, s + "shared_experts.down_proj.weight", DType::BF16, {H, SI});
+  for (int e = 0; e < p.experts; ++e) {
+    TensorGroup ex;
+    for (const char* part : {"w1", "w2", "w3"}) {
+      const int64_t rows = part[1] == '2' ? Lt : I, cols = part[1] == '2' ? I : Lt;
+      const std::string base = fmt::format("{}experts.{}.{}.", s, e, part);
+      ex.push_back({base + "weight_packed", DType::U8, {rows, cols / 2}});
+      ex.push_back({base + "weight_scale", DType::U8, {rows, cols / 32}});
+    }
+    g.push_back(std::move(ex));
+  }
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// FNV-1a over the name and SplitMix64 over (seed, hash): defined bit for bit,
+// unlike std::hash or std::seed_seq-free engine seeding across libraries.
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [-1, 1) from 53 random bits; exact, so identical on every machine.
+double uniform_pm1(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-52 - 1.0; }
+
+}  // namespace
+
+std::vector<TensorGroup> preset_tensor_groups(const ModelPreset& p) {
+  std::vector<TensorGroup> g;
+  add(g, "language_model.model.embed_tokens.weight", DType::BF16, {p.vocab, p.hidden});
+  for (int l = 0; l < p.num_layers; ++l) add_layer(p, l, g);
+  add(g, "language_model.model.norm.weight", DType::BF16, {p.hidden});
+  add(g, "language_model.model.output_attn_res_norm.weight", DType::BF16, {p.hidden});
+  add(g, "language_model.model.output_attn_res_proj.weight", DType::BF16, {1, p.hidden});
+  add(g, "language_model.lm_head.weight", DType::BF16, {p.vocab, p.hidden});
+  return g;
+}
+
+Result<std::vector<std::vector<TensorSpec>>> split_into_shards(const std::vector<TensorGroup>& groups, int shards) {
+  if (shards < 1) return error("shard count {} must be positive", shards);
+  uint64_t total = 0;
+  for (const auto& g : groups)
+    for (const auto& t : g) total += t.nbytes();
+  std::vector<std::vector<TensorSpec>> out(shards);
+  uint64_t pos = 0;
+  for (const auto& g : groups) {
+    // The shard whose byte range holds the group's first byte.
+    const size_t s = total ? size_t((unsigned __int128)pos * unsigned(shards) / total) : 0;
+    for (const auto& t : g) {
+      out[s].push_back(t);
+      pos += t.nbytes();
+    }
+  }
+  for (int s = 0; s < shards; ++s)
+    if (out[s].empty()) return error("cannot split {} bytes into {} non-empty shards", total, shards);
+  return out;
+}
+
+void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
+  std::mt19937_64 rng(splitmix64(seed ^ splitmix64(fnv1a(t.name))));
+  const std::string& n = t.name;
+  if (ends_with(n, "weight_packed")) {  // random E2M1 nibbles
+    for (size_t i = 0; i < out.size(); i += 8) {
+      const uint64_t r = rng();
+      for (size_t k = 0; k < 8 && i + k < out.size(); ++k) out[i + k] = uint8_t(r >> (8 * k));
+    }
+    return;
+  }
+  if (ends_with(n, "weight_scale")) {
+    // Centre the E8M0 exponent so W·x keeps unit scale: the RMS of a random
+    // E2M1 element is about 2.93, times sqrt(fan_in) terms.
+    const double fan_in = double(t.shape[1]) * 32;
+    const int centre = 127 - int(std::lround(std::log2(2.93 * std::sqrt(fan_in))));
+    for (auto& b : out) b = uint8_t(centre - 2 + int(rng() % 5));
+    return;
+  }
+  const uint64_t count = t.nbytes() / dtype_size(t.dtype);
+  const double fan_in = t.shape.size() >= 2 ? double(t.shape.back()) : 1.0;
+  const double H = p.hidden;
+  // value = centre + spread * U(-1, 1), chosen once per tensor from its role.
+  double centre = 0, spread = std::sqrt(3.0 / fan_in);  // [out, in] projection: unit-scale outputs
+  uint64_t live = count;                                 // entries past `live` are zero padding
+  if (ends_with(n, ".A_log")) centre = 1.35, spread = 1.35, live = uint64_t(p.kda_heads);  // log(1..15)
+  else if (ends_with(n, ".dt_bias")) spread = 0.5;
+  else if (ends_with(n, "conv1d.weight")) spread = std::sqrt(3.0 / p.conv_kernel);
+  else if (ends_with(n, "e_score_correction_bias")) spread = 0.02;
+  else if (ends_with(n, "norm.weight")) centre = 1.0, spread = 0.1;
+  else if (ends_with(n, "_res_proj.weight")) spread = std::sqrt(3.0 / H);
+  else if (ends_with(n, "embed_tokens.weight")) spread = 1.0;
+  else if (ends_with(n, "lm_head.weight")) spread = 2.0 * std::sqrt(3.0 / H);
+  auto value = [&](uint64_t i) -> double {
+    const double u = uniform_pm1(rng);
+    return i < live ? centre + spread * u : 0.0;
+  };
+  for (uint64_t i = 0; i < count; ++i) {
+    const float v = float(value(i));
+    if (t.dtype == DType::BF16) {
+      const uint16_t b = f32_to_bf16(v);
+      std::memcpy(out.data() + 2 * i, &b, 2);
+    } else {
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+  }
+}
+
+namespace {
+
+Status write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return error("{}: cannot create", path.string());
+  f << text;
+  f.close();
+  if (!f) return error("{}: write failed", path.string());
+  return {};
+}
+
+}  // namespace
+
+Status make_model(const ModelPreset& p, const std::string& out_dir, uint64_t seed) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return error("{}: cannot create directory: {}", out_dir, ec.message());
+  const fs::path dir(out_dir);
+
+  DF_ASSIGN(auto shards, split_into_shards(preset_tensor_groups(p), p.shards));
+  std::vector<std::string> names;
+  for (int s = 0; s < p.shards; ++s) names.push_back(shard_file_name(s + 1, p.shards, p.shard_digits));
+  TensorFill fill;
+  if (!p.sparse) fill = [&](const TensorSpec& t, std::span<uint8_t> out) { fill_random_tensor(p, seed, t, out); };
+  for (int s = 0; s < p.shards; ++s) DF_TRY(write_safetensors((dir / names[s]).string(), shards[s], fill));
+  DF_TRY(write_safetensors_index((dir / "model.safetensors.index.json").string(), names, shards));
+
+  DF_TRY(write_text(dir / "config.json", preset_config_json(p).dump(2) + "\n"));
+  DF_TRY(write_text(dir / "generation_config.json", preset_generation_config_json(p).dump(2) + "\n"));
+  DF_TRY(write_text(dir / "tokenizer_config.json", preset_tokenizer_config_json(p).dump(2) + "\n"));
+  if (p.write_rank_file) DF_TRY(write_text(dir / "tiktoken.model", byte_level_rank_file()));
+  return {};
+}
+
+}  // namespace deltafin

@@ -1,0 +1,50 @@
+// Model presets for `make-model`: K3's structure at scaled widths (tiny,
+// small) and K3's real configuration (k3-full-sparse). A preset is the set of
+// numbers config.json carries plus how the checkpoint is laid out on disk.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace deltafin {
+
+struct ModelPreset {
+  std::string name;
+  int hidden = 0, num_layers = 0, vocab = 0, dense_inter = 0;
+  int attn_res_block = 0, first_k_dense = 1;
+  int kda_heads = 0, kda_head_dim = 0, conv_kernel = 4;
+  int a_log_len = 0;  // >= kda_heads; the tail is zero padding (K3: 128 for 96 heads)
+  int mla_heads = 0, q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
+  int experts = 0, top_k = 0, shared = 2, expert_inter = 0, latent = 0;
+  int text_ranks = 0;  // tiktoken ranks; specials are ids text_ranks .. text_ranks+255
+  int64_t max_positions = 0;
+  int shards = 1, shard_digits = 5;  // shard count and digits of the "-of-" total
+  bool sparse = false;               // data left as holes (metadata-only checkpoint)
+  bool write_rank_file = true;       // tiktoken.model (byte-level) for scaled presets
+
+  int bos_id() const { return text_ranks; }
+  int eos_id() const { return text_ranks + 2; }
+  int pad_id() const { return text_ranks + 255; }
+  // K3's schedule rule (spec §1.3): MLA iff (l+1) % 4 == 0 or l is the last layer.
+  bool is_mla(int layer) const { return (layer + 1) % 4 == 0 || layer == num_layers - 1; }
+  bool is_moe(int layer) const { return layer >= first_k_dense; }
+};
+
+std::vector<std::string> preset_names();
+Result<ModelPreset> find_preset(std::string_view name);
+
+// config.json (root + text_config) for a preset, in the published layout.
+nlohmann::ordered_json preset_config_json(const ModelPreset& p);
+// generation_config.json.
+nlohmann::ordered_json preset_generation_config_json(const ModelPreset& p);
+// tokenizer_config.json: the 256 special ids after the ranks, spelled as K3's.
+nlohmann::ordered_json preset_tokenizer_config_json(const ModelPreset& p);
+// tiktoken.model text: one "base64(byte) rank" line per single byte.
+std::string byte_level_rank_file();
+
+}  // namespace deltafin

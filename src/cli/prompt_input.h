@@ -1,0 +1,31 @@
+// The prompt options shared by run, bench and the server's CLI: text (through
+// the checkpoint's tokenizer), chat rendering, or raw token ids.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "model/model.h"
+
+namespace deltafin::cli {
+
+struct PromptInput {
+  std::string text;
+  std::string ids_csv;
+  bool chat = false;
+};
+
+struct PromptTokens {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> stop_ids;  // chat: end-of-message; raw completion: none
+  // Streaming detokeniser: text for one token (incomplete UTF-8 held back);
+  // called with -1 at the end to flush. Empty when no tokenizer is available.
+  std::function<std::string(int32_t)> detok;
+};
+
+void add_prompt_options(CLI::App* cmd, PromptInput& in);
+Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model);
+Result<std::vector<int32_t>> parse_id_list(const std::string& csv);
+
+}  // namespace deltafin::cli

@@ -1,0 +1,106 @@
+// `deltafin run`: greedy generation from a prompt, streamed as it is decided.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/prompt_input.h"
+#include "generate/greedy.h"
+#include "model/model.h"
+
+namespace deltafin::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string model_dir;
+  PromptInput prompt;
+  int max_new = 64;
+  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  int prefill_chunk = 64;
+  std::string dump_logits;
+  bool stats = false;
+  bool print_ids = false;
+};
+
+void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
+  const auto& f = s.forward;
+  const int64_t decode_steps = std::max<int64_t>(s.generated_tokens - 1, 0);
+  std::fprintf(stderr, "\n--- stats ---\n");
+  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.2f tok/s)\n", (long long)s.prompt_tokens, s.prefill_seconds,
+               s.prefill_seconds > 0 ? s.prompt_tokens / s.prefill_seconds : 0.0);
+  std::fprintf(stderr, "decode:  %lld tokens in %.3f s (%.2f tok/s)\n", (long long)decode_steps, s.decode_seconds,
+               s.decode_seconds > 0 ? decode_steps / s.decode_seconds : 0.0);
+  std::fprintf(stderr, "time by layer kind: kda %.3f s, mla %.3f s, dense ffn %.3f s, moe %.3f s (expert acquire %.3f s), head %.3f s\n",
+               f.seconds_kda, f.seconds_mla, f.seconds_dense, f.seconds_moe, f.seconds_expert_wait, f.seconds_head);
+  const double rows = double(std::max<uint64_t>(f.rows, 1));
+  std::fprintf(stderr, "experts: %llu acquired, %.3f MB touched, %.3f MB per row (cold upper bound %.3f MB per token)\n",
+               (unsigned long long)f.experts_used, f.expert_bytes / 1e6, f.expert_bytes / 1e6 / rows,
+               double(cfg.moe.top_k) * cfg.num_moe_layers() * cfg.expert_bytes() / 1e6);
+}
+
+int run(const RunOptions& o) {
+  auto model_or = Model::open(o.model_dir, o.threads);
+  if (!model_or.ok()) return fail(model_or.message());
+  Model& model = *model_or.value();
+  auto prompt_or = resolve_prompt(o.prompt, model);
+  if (!prompt_or.ok()) return fail(prompt_or.message());
+  PromptTokens& prompt = prompt_or.value();
+
+  std::FILE* dump = nullptr;
+  if (!o.dump_logits.empty()) {
+    dump = std::fopen(o.dump_logits.c_str(), "wb");
+    if (!dump) return fail(fmt::format("{}: cannot open for writing", o.dump_logits));
+  }
+  Session session = model.new_session();
+  GenerateOptions g;
+  g.max_new = o.max_new;
+  g.prefill_chunk = o.prefill_chunk;
+  g.stop_ids = prompt.stop_ids;
+  GenerateStats stats;
+  bool write_failed = false;
+  auto on_token = [&](int32_t tok, std::span<const float> logits) {
+    if (dump && std::fwrite(logits.data(), sizeof(float), logits.size(), dump) != logits.size()) write_failed = true;
+    if (o.print_ids || !prompt.detok) {
+      std::printf("%d\n", tok);
+    } else {
+      std::string text = prompt.detok(tok);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+    std::fflush(stdout);
+    return !write_failed;
+  };
+  Status s = generate(model, session, prompt.ids, g, on_token, &stats);
+  if (prompt.detok && !o.print_ids) {
+    std::string rest = prompt.detok(-1);  // flush held-back bytes
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    std::printf("\n");
+  }
+  if (dump && std::fclose(dump) != 0) write_failed = true;
+  if (!s.ok()) return fail(s.message());
+  if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
+  if (o.stats) print_stats(stats, model.config());
+  return 0;
+}
+
+void setup(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Generate greedily from a prompt");
+  cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)")->required();
+  add_prompt_options(cmd, o->prompt);
+  cmd->add_option("--max-new", o->max_new, "Tokens to generate")->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--threads", o->threads, "Compute threads")->check(CLI::Range(1, 1024));
+  cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt rows per forward block")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--dump-logits", o->dump_logits, "Write each decided step's fp32 logits (raw little-endian)");
+  cmd->add_flag("--stats", o->stats, "Print timing and expert traffic to stderr");
+  cmd->add_flag("--print-ids", o->print_ids, "Print token ids, one per line, instead of text");
+  cmd->callback([o] { set_exit_code(run(*o)); });
+}
+
+}  // namespace
+
+DF_REGISTER_COMMAND(setup);
+
+}  // namespace deltafin::cli

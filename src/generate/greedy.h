@@ -1,0 +1,33 @@
+// Greedy generation on top of forward(rows): chunked prefill, then one row per
+// step. Argmax ties go to the lowest id.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/model.h"
+
+namespace deltafin {
+
+struct GenerateOptions {
+  int max_new = 32;
+  int prefill_chunk = 64;
+  std::vector<int32_t> stop_ids;  // generation stops after emitting one of these
+};
+
+struct GenerateStats {
+  double prefill_seconds = 0, decode_seconds = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  ForwardStats forward;
+};
+
+// Called once per decided token with the logits that decided it; return false to stop.
+using TokenCallback = std::function<bool(int32_t token, std::span<const float> logits)>;
+
+int32_t argmax_lowest(std::span<const float> logits);
+
+Status generate(Model& model, Session& session, std::span<const int32_t> prompt, const GenerateOptions& opt,
+                const TokenCallback& on_token, GenerateStats* stats = nullptr);
+
+}  // namespace deltafin

@@ -1,0 +1,127 @@
+// Dense SiTU FFN (layer 0) and the latent MoE (spec §2.6, §2.7).
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "kernels/matmul.h"
+#include "model/layer_ops.h"
+#include "model/layers.h"
+
+namespace deltafin::layers {
+
+namespace {
+
+void situ_rows(const float* g, const float* u, size_t n, const ModelConfig& cfg, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = ops::situ(g[i], u[i], cfg.situ_beta, cfg.situ_linear_beta);
+}
+
+}  // namespace
+
+void dense_ffn(const ModelConfig& cfg, const LayerWeights& w, const float* x, size_t T, float* out, Scratch& s,
+               ThreadPool* pool) {
+  const size_t I = cfg.dense_inter;
+  float* g = Scratch::take(s.a, T * I);
+  float* u = Scratch::take(s.b, T * I);
+  ops::matmul(w.gate_proj, x, T, g, pool);
+  ops::matmul(w.up_proj, x, T, u, pool);
+  situ_rows(g, u, T * I, cfg, g);
+  ops::matmul(w.down_proj, g, T, out, pool);
+}
+
+void route(const float* logits, const float* bias, int E, int k, int* experts, float* weights) {
+  // Selection uses sigmoid + bias; ties go to the lower id.
+  thread_local std::vector<int> order;
+  thread_local std::vector<float> score, choice;
+  order.resize(E);
+  score.resize(E);
+  choice.resize(E);
+  for (int e = 0; e < E; ++e) {
+    score[e] = ops::sigmoid(logits[e]);
+    choice[e] = score[e] + bias[e];
+  }
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return choice[a] > choice[b] || (choice[a] == choice[b] && a < b);
+  });
+  float sum = 0.0f;
+  for (int i = 0; i < k; ++i) sum = sum + score[order[i]];
+  for (int i = 0; i < k; ++i) {
+    experts[i] = order[i];
+    weights[i] = score[order[i]] / (sum + 1e-20f);
+  }
+}
+
+Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
+               float* out, Scratch& s, ThreadPool* pool, MoeStats* stats) {
+  const auto& m = cfg.moe;
+  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent, I = m.expert_inter,
+               SI = m.shared_inter();
+  float* logits = Scratch::take(s.a, T * E);
+  float* lat = Scratch::take(s.b, T * LT);
+  float* slots = Scratch::take(s.c, T * K * LT);  // each (row, route slot)'s expert output
+  float* xe = Scratch::take(s.d, T * LT);
+  float* h1 = Scratch::take(s.e, T * I);
+  float* h3 = Scratch::take(s.f, T * I);
+  float* he = Scratch::take(s.g, T * LT);
+  ops::matmul(w.router, x, T, logits, pool);
+  ops::matmul(w.latent_down, x, T, lat, pool);
+
+  std::vector<int> ids(T * K);
+  std::vector<float> wts(T * K);
+  for (size_t t = 0; t < T; ++t)
+    route(logits + t * E, w.correction_bias.data(), int(E), int(K), ids.data() + t * K, wts.data() + t * K);
+
+  // The union of the block's experts, each fetched once (ascending id).
+  std::vector<int> uni(ids);
+  std::sort(uni.begin(), uni.end());
+  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  std::vector<ExpertWeights> ew(uni.size());
+  auto t0 = std::chrono::steady_clock::now();
+  DF_TRY(src.acquire(layer, uni, ew));
+  if (stats) {
+    stats->seconds_acquire += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats->experts += uni.size();
+    stats->bytes += uni.size() * cfg.expert_bytes();
+  }
+
+  std::vector<size_t> rows;  // (row, slot) pairs routed to the current expert, encoded row*K+slot
+  for (size_t u = 0; u < uni.size(); ++u) {
+    rows.clear();
+    for (size_t i = 0; i < T * K; ++i)
+      if (ids[i] == uni[u]) rows.push_back(i);
+    const size_t n = rows.size();
+    for (size_t r = 0; r < n; ++r) std::copy(lat + (rows[r] / K) * LT, lat + (rows[r] / K + 1) * LT, xe + r * LT);
+    kernels::matmul_mxfp4(ew[u].w1.packed, ew[u].w1.scales, I, LT, xe, n, h1, pool);
+    kernels::matmul_mxfp4(ew[u].w3.packed, ew[u].w3.scales, I, LT, xe, n, h3, pool);
+    situ_rows(h1, h3, n * I, cfg, h1);
+    kernels::matmul_mxfp4(ew[u].w2.packed, ew[u].w2.scales, LT, I, h1, n, he, pool);
+    for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, slots + rows[r] * LT);
+  }
+
+  // Combine in route order: acc = acc + (w_i * h_i), then the latent norm.
+  float* acc = Scratch::take(s.d, T * LT);
+  for (size_t t = 0; t < T; ++t) {
+    float* a = acc + t * LT;
+    std::fill(a, a + LT, 0.0f);
+    for (size_t i = 0; i < K; ++i) {
+      const float wi = wts[t * K + i];
+      const float* hi = slots + (t * K + i) * LT;
+      for (size_t j = 0; j < LT; ++j) a[j] = a[j] + wi * hi[j];
+    }
+    ops::rms_norm(a, w.latent_norm.data(), LT, cfg.rms_eps, a);
+  }
+  ops::matmul(w.latent_up, acc, T, out, pool);
+
+  // Fused shared experts on the full-width input.
+  float* sg = Scratch::take(s.e, T * SI);
+  float* su = Scratch::take(s.f, T * SI);
+  float* sh = Scratch::take(s.g, T * H);
+  ops::matmul(w.shared_gate, x, T, sg, pool);
+  ops::matmul(w.shared_up, x, T, su, pool);
+  situ_rows(sg, su, T * SI, cfg, sg);
+  ops::matmul(w.shared_down, sg, T, sh, pool);
+  for (size_t i = 0; i < T * H; ++i) out[i] = out[i] + sh[i];
+  return {};
+}
+
+}  // namespace deltafin::layers

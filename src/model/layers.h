@@ -1,0 +1,52 @@
+// The per-layer blocks of forward(rows). Each takes T input rows [T][hidden]
+// and writes T output rows [T][hidden]; recurrent/cached state lives in the
+// session. Internal to src/model.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/config.h"
+#include "model/expert_source.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "model/weights.h"
+
+namespace deltafin::layers {
+
+// Scratch buffers reused across calls (grown on demand, never shrunk), so the
+// steady-state hot path does not allocate.
+struct Scratch {
+  std::vector<float> a, b, c, d, e, f, g, h;
+  std::vector<float> head;  // per-thread / per-head scratch
+  static float* take(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+  }
+};
+
+void kda(const ModelConfig& cfg, const LayerWeights& w, KdaLayerState& st, const float* x, size_t T, float* out,
+         Scratch& s, ThreadPool* pool);
+
+// Appends the T rows' latents to the cache (positions cache.length..), then
+// each row attends causally over the cache.
+void mla(const ModelConfig& cfg, const LayerWeights& w, MlaLayerCache& cache, int64_t start_pos, const float* x,
+         size_t T, float* out, Scratch& s, ThreadPool* pool);
+
+void dense_ffn(const ModelConfig& cfg, const LayerWeights& w, const float* x, size_t T, float* out, Scratch& s,
+               ThreadPool* pool);
+
+struct MoeStats {
+  uint64_t experts = 0, bytes = 0;
+  double seconds_acquire = 0;
+};
+
+Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
+               float* out, Scratch& s, ThreadPool* pool, MoeStats* stats);
+
+// Route selection for one row (exposed for tests): the top-k experts by
+// sigmoid(logit) + bias, descending, ties to the lower id; weights are the
+// unbiased sigmoid scores renormalised in route order.
+void route(const float* router_logits, const float* bias, int num_experts, int top_k, int* experts, float* weights);
+
+}  // namespace deltafin::layers

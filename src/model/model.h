@@ -1,0 +1,68 @@
+// The target model: config + bound spine weights + an ExpertSource, and the
+// one primitive every path uses: forward(rows).
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "core/thread_pool.h"
+#include "model/config.h"
+#include "model/expert_source.h"
+#include "model/session.h"
+#include "model/weights.h"
+
+namespace deltafin {
+
+struct ForwardStats {
+  double seconds_kda = 0, seconds_mla = 0, seconds_dense = 0, seconds_moe = 0, seconds_head = 0;
+  double seconds_expert_wait = 0;  // inside ExpertSource::acquire
+  uint64_t rows = 0;
+  uint64_t expert_bytes = 0;       // routed expert bytes used (union per layer per block)
+  uint64_t experts_used = 0;
+};
+
+enum class Logits { LastRow, AllRows, None };
+
+class Model {
+ public:
+  // Opens a checkpoint directory (published layout) with experts read in place.
+  static Result<std::unique_ptr<Model>> open(const std::string& dir, int threads);
+  // Uses another source of experts (e.g. the streaming store).
+  static Result<std::unique_ptr<Model>> open_with(std::unique_ptr<Checkpoint> spine, std::unique_ptr<ExpertSource> experts,
+                                                  int threads);
+
+  const ModelConfig& config() const { return cfg_; }
+  const Checkpoint& checkpoint() const { return *ck_; }
+  Session new_session() const { return Session::create(cfg_); }
+
+  // forward(rows): runs `tokens` at positions session.length .. +T-1 layer by
+  // layer (in an MoE layer each expert of the rows' union is acquired once and
+  // multiplies all rows routed to it), appends them to the session, and writes
+  // fp32 logits: [vocab] for LastRow, [T][vocab] for AllRows. A row's values do
+  // not depend on T, on the other rows, or on the thread count. On error the
+  // session is in an unspecified state: restore it from a snapshot (a copy).
+  Status forward(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
+                 ForwardStats* stats = nullptr);
+
+  ExpertSource& experts() { return *experts_; }
+
+ private:
+  Model() = default;
+  std::unique_ptr<Checkpoint> ck_;
+  ModelConfig cfg_;
+  ModelWeights w_;
+  std::unique_ptr<ExpertSource> experts_;
+  std::unique_ptr<ThreadPool> pool_;
+  // AttnRes pseudo-query folded with its key-norm weight, per layer (c = w ⊙ q).
+  std::vector<std::vector<float>> c_attn_, c_mlp_;
+  std::vector<float> c_out_;
+  struct Buffers;
+  std::unique_ptr<Buffers> buf_;
+
+ public:
+  ~Model();
+};
+
+}  // namespace deltafin

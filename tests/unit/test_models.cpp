@@ -1,0 +1,49 @@
+#include "test_models.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+namespace deltafin::testing {
+
+int run_command(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+namespace {
+std::string temp_root() {
+  static std::string root = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "deltafin-test-XXXXXX").string();
+    char* d = mkdtemp(tmpl.data());
+    return std::string(d ? d : "/tmp");
+  }();
+  return root;
+}
+struct Cleanup {
+  ~Cleanup() {
+    std::error_code ec;
+    if (!temp_root().empty() && temp_root() != "/tmp") std::filesystem::remove_all(temp_root(), ec);
+  }
+} cleanup;
+}  // namespace
+
+const std::string& tiny_model(int seed) {
+  static std::mutex mu;
+  static std::map<int, std::string> made;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = made.find(seed);
+  if (it != made.end()) return it->second;
+  std::string dir = temp_root() + "/tiny-" + std::to_string(seed);
+  std::string cmd = std::string(DELTAFIN_BINARY) + " make-model --preset tiny --seed " + std::to_string(seed) +
+                    " --out " + dir + " > /dev/null";
+  EXPECT_EQ(run_command(cmd), 0) << cmd;
+  return made.emplace(seed, dir).first->second;
+}
+
+}  // namespace deltafin::testing
