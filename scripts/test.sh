@@ -18,3 +18,8 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^e2e\.bench'
 fi
+
+# The read engine's concurrency tests under ThreadSanitizer.
+if [[ "${1:-}" != "--no-sanitizers" && -f scripts/test_tsan.sh ]]; then
+  bash scripts/test_tsan.sh
+fi
