@@ -66,16 +66,21 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   ops::matmul(w.router, x, T, logits, pool);
   ops::matmul(w.latent_down, x, T, lat, pool);
 
-  std::vector<int> ids(T * K);
-  std::vector<float> wts(T * K);
+  // Reused across calls: no allocation once the largest block has been seen.
+  thread_local std::vector<int> ids, uni;
+  thread_local std::vector<float> wts;
+  thread_local std::vector<ExpertWeights> ew;
+  thread_local std::vector<size_t> rows;  // (row, slot) pairs of one expert, encoded row*K+slot
+  ids.resize(T * K);
+  wts.resize(T * K);
   for (size_t t = 0; t < T; ++t)
     route(logits + t * E, w.correction_bias.data(), int(E), int(K), ids.data() + t * K, wts.data() + t * K);
 
   // The union of the block's experts, each fetched once (ascending id).
-  std::vector<int> uni(ids);
+  uni.assign(ids.begin(), ids.end());
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
-  std::vector<ExpertWeights> ew(uni.size());
+  ew.resize(uni.size());
   auto t0 = std::chrono::steady_clock::now();
   DF_TRY(src.acquire(layer, uni, ew));
   if (stats) {
@@ -84,7 +89,6 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     stats->bytes += uni.size() * cfg.expert_bytes();
   }
 
-  std::vector<size_t> rows;  // (row, slot) pairs routed to the current expert, encoded row*K+slot
   for (size_t u = 0; u < uni.size(); ++u) {
     rows.clear();
     for (size_t i = 0; i < T * K; ++i)

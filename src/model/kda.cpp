@@ -70,7 +70,10 @@ void kda(const ModelConfig& cfg, const LayerWeights& w, KdaLayerState& st, const
     float* yt = y + t * C;
     const float* gt = g + t * C;
     pool->parallel_for(NH, 1, [&](size_t h0, size_t h1) {
-      std::vector<float> u(D), decay(D);
+      // Per-thread scratch, reused across calls (no allocation in steady state).
+      thread_local std::vector<float> u, decay;
+      u.resize(D);
+      decay.resize(D);
       for (size_t h = h0; h < h1; ++h) {
         float* qh = qt + h * D;
         float* kh = kt + h * D;

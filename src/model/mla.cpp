@@ -44,7 +44,10 @@ void mla(const ModelConfig& cfg, const LayerWeights& w, MlaLayerCache& cache, in
   for (size_t t = 0; t < T; ++t) {
     const size_t npos = len0 + t + 1;
     pool->parallel_for(NH, 1, [&](size_t h0, size_t h1) {
-      std::vector<float> qlat(KVR), scores(npos), olat(KVR);
+      thread_local std::vector<float> qlat, scores, olat;  // reused per thread
+      qlat.resize(KVR);
+      scores.resize(npos);
+      olat.resize(KVR);
       for (size_t h = h0; h < h1; ++h) {
         const float* qh = q + (t * NH + h) * QD;
         const uint16_t* wk = kvb + h * KVB * KVR;        // key rows [NOPE][KVR]

@@ -23,6 +23,7 @@ std::vector<float> fold(const std::vector<float>& norm_w, const std::vector<floa
 struct Model::Buffers {
   std::vector<float> p, x, o, f, mix, key;
   std::vector<float> anchor_values, anchor_keys;  // [T][max_anchors][H]
+  std::vector<const float*> vals, keys;           // one row's anchors
   layers::Scratch scratch;
 };
 
@@ -74,7 +75,8 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
   float* av = Scratch::take(b.anchor_values, T * max_anchors * H);
   float* ak = Scratch::take(b.anchor_keys, T * max_anchors * H);
   size_t n_anchors = 0;
-  std::vector<const float*> vals, keys;
+  std::vector<const float*>& vals = b.vals;
+  std::vector<const float*>& keys = b.keys;
   auto row_anchors = [&](size_t t) {
     vals.clear();
     keys.clear();
