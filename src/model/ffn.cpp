@@ -52,7 +52,8 @@ void route(const float* logits, const float* bias, int E, int k, int* experts, f
 }
 
 Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
-               float* out, Scratch& s, ThreadPool* pool, MoeStats* stats) {
+               float* out, Scratch& s, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
+               int64_t start_pos) {
   const auto& m = cfg.moe;
   const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent, I = m.expert_inter,
                SI = m.shared_inter();
@@ -75,6 +76,8 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   wts.resize(T * K);
   for (size_t t = 0; t < T; ++t)
     route(logits + t * E, w.correction_bias.data(), int(E), int(K), ids.data() + t * K, wts.data() + t * K);
+
+  if (observer) observer(start_pos, layer, T, int(K), std::span<const int>(ids.data(), T * K));
 
   // The union of the block's experts, each fetched once (ascending id).
   uni.assign(ids.begin(), ids.end());

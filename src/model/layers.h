@@ -41,8 +41,10 @@ struct MoeStats {
   double seconds_acquire = 0;
 };
 
+// `observer` (may be empty) sees the block's routes; start_pos is the first row's position.
 Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
-               float* out, Scratch& s, ThreadPool* pool, MoeStats* stats);
+               float* out, Scratch& s, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
+               int64_t start_pos);
 
 // Route selection for one row (exposed for tests): the top-k experts by
 // sigmoid(logit) + bias, descending, ties to the lower id; weights are the

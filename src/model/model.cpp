@@ -143,7 +143,7 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
       st.seconds_dense += since(t0);
     } else {
       layers::MoeStats ms;
-      DF_TRY(layers::moe_ffn(cfg_, L, l, *experts_, x, T, f, b.scratch, pool, &ms));
+      DF_TRY(layers::moe_ffn(cfg_, L, l, *experts_, x, T, f, b.scratch, pool, &ms, route_observer_, session.length));
       st.seconds_moe += since(t0);
       st.seconds_expert_wait += ms.seconds_acquire;
       st.expert_bytes += ms.bytes;

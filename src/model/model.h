@@ -1,6 +1,7 @@
 // The target model: config + bound spine weights + an ExpertSource, and the
 // one primitive every path uses: forward(rows).
 #pragma once
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,6 +26,11 @@ struct ForwardStats {
 
 enum class Logits { LastRow, AllRows, None };
 
+// Sees each MoE layer's routing: `ids` holds rows x top_k expert ids in route
+// order for the rows at positions first_position.. (route traces, statistics).
+using RouteObserver =
+    std::function<void(int64_t first_position, int layer, size_t rows, int top_k, std::span<const int> ids)>;
+
 class Model {
  public:
   // Opens a checkpoint directory (published layout) with experts read in place.
@@ -47,6 +53,7 @@ class Model {
                  ForwardStats* stats = nullptr);
 
   ExpertSource& experts() { return *experts_; }
+  void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
 
  private:
   Model() = default;
@@ -55,6 +62,7 @@ class Model {
   ModelWeights w_;
   std::unique_ptr<ExpertSource> experts_;
   std::unique_ptr<ThreadPool> pool_;
+  RouteObserver route_observer_;
   // AttnRes pseudo-query folded with its key-norm weight, per layer (c = w ⊙ q).
   std::vector<std::vector<float>> c_attn_, c_mlp_;
   std::vector<float> c_out_;
