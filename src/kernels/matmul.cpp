@@ -1,43 +1,50 @@
-// Dispatching entry points. (Placeholder: row-parallel scalar; the Highway
-// implementation replaces the bodies with the same reduction order.)
-#include "kernels/matmul.h"
+// Dispatching entry points: Highway compiles matmul-inl.h once per target and
+// picks the best one this CPU supports at the first call.
+//
+// SSSE3/SSE4 have no fused multiply-add, so they are not compiled; a CPU
+// without AVX2 gets the static SCALAR target, which runs the scalar contract.
+// SVE is left out so aarch64 uses NEON (fixed 4 lanes; the SVE path would
+// only be the scalar fallback). AVX3_DL adds nothing these kernels use.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS \
+  (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul-inl.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/matmul-inl.h"
+
+#if HWY_ONCE
 namespace deltafin::kernels {
 
-namespace {
-constexpr size_t kGrain = 16;
-}
-
-float dot_f32(const float* a, const float* b, size_t n) { return scalar::dot_f32(a, b, n); }
+HWY_EXPORT(MatmulF32);
+HWY_EXPORT(MatmulBf16);
+HWY_EXPORT(MatmulMxfp4);
+HWY_EXPORT(DotF32);
+HWY_EXPORT(TargetName);
+HWY_EXPORT(UsesSimd);
 
 void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
-  if (!pool) return scalar::matmul_f32(W, rows, cols, X, T, Y);
-  pool->parallel_for(rows, kGrain, [&](size_t b, size_t e) {
-    for (size_t t = 0; t < T; ++t)
-      for (size_t o = b; o < e; ++o) Y[t * rows + o] = scalar::dot_f32(W + o * cols, X + t * cols, cols);
-  });
+  HWY_DYNAMIC_DISPATCH(MatmulF32)(W, rows, cols, X, T, Y, pool);
 }
 
 void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t T, float* Y,
                  ThreadPool* pool) {
-  if (!pool) return scalar::matmul_bf16(W, rows, cols, X, T, Y);
-  pool->parallel_for(rows, kGrain, [&](size_t b, size_t e) {
-    for (size_t t = 0; t < T; ++t) {
-      // One output row at a time through the scalar contract.
-      for (size_t o = b; o < e; ++o) scalar::matmul_bf16(W + o * cols, 1, cols, X + t * cols, 1, Y + t * rows + o);
-    }
-  });
+  HWY_DYNAMIC_DISPATCH(MatmulBf16)(W, rows, cols, X, T, Y, pool);
 }
 
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
                   size_t T, float* Y, ThreadPool* pool) {
-  if (!pool) return scalar::matmul_mxfp4(packed, scales, rows, cols, X, T, Y);
-  pool->parallel_for(rows, kGrain, [&](size_t b, size_t e) {
-    for (size_t t = 0; t < T; ++t)
-      for (size_t o = b; o < e; ++o)
-        scalar::matmul_mxfp4(packed + o * (cols / 2), scales + o * (cols / 32), 1, cols, X + t * cols, 1,
-                             Y + t * rows + o);
-  });
+  HWY_DYNAMIC_DISPATCH(MatmulMxfp4)(packed, scales, rows, cols, X, T, Y, pool);
 }
 
+float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n); }
+
+std::vector<int64_t> kernel_targets() { return hwy::SupportedAndGeneratedTargets(); }
+const char* kernel_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+bool kernel_target_is_simd() { return HWY_DYNAMIC_DISPATCH(UsesSimd)(); }
+
 }  // namespace deltafin::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,379 @@
+// Per-target SIMD kernels for matmul.h, compiled once per Highway target by
+// matmul.cpp (foreach_target.h re-includes this file).
+//
+// Every kernel keeps the REDUCTION ORDER of matmul.h exactly: each output
+// owns 32 fp32 partial sums, held as kVecs vectors of N lanes, updated with a
+// true FMA per element in column order, then folded by the fixed pairwise tree.
+// Weights may be decoded into a permuted lane order ("position order") as
+// long as X is permuted the same way and the partial sums are put back in
+// contract order before the tree, so the permutation never changes a value.
+//
+// Targets without a fused vector multiply-add (SSE4, EMU128, SCALAR...) do
+// not run SIMD code at all: they forward to the scalar contract.
+
+#if defined(DELTAFIN_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef DELTAFIN_KERNELS_MATMUL_INL_H_
+#undef DELTAFIN_KERNELS_MATMUL_INL_H_
+#else
+#define DELTAFIN_KERNELS_MATMUL_INL_H_
+#endif
+
+#include <cstring>
+#include <vector>
+
+#include "core/dtype.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_detail.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace deltafin::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// True FMA lanes with a vector width that divides 32 and is known at compile
+// time. Anything else takes the scalar contract (correctness over coverage).
+#undef DF_KERNEL_SIMD
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
+    (HWY_ARCH_ARM_A64 && HWY_TARGET == HWY_NEON)
+#define DF_KERNEL_SIMD 1
+#else
+#define DF_KERNEL_SIMD 0
+#endif
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+bool UsesSimd() { return DF_KERNEL_SIMD != 0; }
+
+#if DF_KERNEL_SIMD
+
+using DF = hn::ScalableTag<float>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+constexpr size_t N = HWY_LANES(float);
+constexpr size_t kVecs = kLanes / N;
+static_assert(kLanes % N == 0 && kVecs >= 2 && kVecs % 2 == 0, "vector width must divide 32");
+
+// Position p = v*N + l of a 32-element group holds contract element
+// element_of(p): identity for f32; for BF16/MXFP4 each pair of vectors (2c,
+// 2c+1) holds the even / odd elements of the group's c-th chunk of 2N.
+inline size_t interleaved_element(size_t p) {
+  const size_t v = p / N, l = p % N;
+  return 2 * N * (v / 2) + 2 * l + (v & 1);
+}
+
+// Folds the kVecs partial-sum vectors (position order) by the contract's tree.
+template <bool kInterleaved>
+HWY_INLINE float Finish(const VF* acc) {
+  HWY_ALIGN float pos[kLanes];
+  for (size_t v = 0; v < kVecs; ++v) hn::Store(acc[v], DF(), pos + v * N);
+  if constexpr (!kInterleaved) return tree_sum(pos);
+  float c[kLanes];
+  for (size_t p = 0; p < kLanes; ++p) c[interleaved_element(p)] = pos[p];
+  return tree_sum(c);
+}
+
+// ---- Weight decoders: row(o) gives a Row whose Load(group, w) writes the
+// group's kVecs weight vectors in position order; LoadTail handles a partial
+// last group (zeros past cols).
+
+struct F32Rows {
+  static constexpr bool kInterleaved = false;
+  const float* W;
+  size_t cols;
+  struct Row {
+    const float* w;
+    size_t cols;
+    HWY_INLINE void Load(size_t g, VF* out) const {
+      for (size_t v = 0; v < kVecs; ++v) out[v] = hn::LoadU(DF(), w + g * kLanes + v * N);
+    }
+    void LoadTail(size_t g, VF* out) const {
+      HWY_ALIGN float buf[kLanes] = {};
+      for (size_t i = g * kLanes; i < cols; ++i) buf[i - g * kLanes] = w[i];
+      for (size_t v = 0; v < kVecs; ++v) out[v] = hn::Load(DF(), buf + v * N);
+    }
+  };
+  Row row(size_t o) const { return Row{W + o * cols, cols}; }
+  static constexpr bool kPrefetch = false;
+};
+
+struct Bf16Rows {
+  static constexpr bool kInterleaved = true;
+  const uint16_t* W;
+  size_t cols;
+  struct Row {
+    const uint16_t* w;
+    size_t cols;
+    // N u32 lanes hold 2N bf16: the low half is the even element. Shifting
+    // it up (or masking the high half) is the exact widening.
+    HWY_INLINE void Load(size_t g, VF* out) const {
+      const DU du;
+      const hn::Repartition<uint16_t, DU> d16;
+      for (size_t c = 0; c < kVecs / 2; ++c) {
+        const auto u = hn::BitCast(du, hn::LoadU(d16, w + g * kLanes + c * 2 * N));
+        out[2 * c] = hn::BitCast(DF(), hn::ShiftLeft<16>(u));
+        out[2 * c + 1] = hn::BitCast(DF(), hn::And(u, hn::Set(du, 0xFFFF0000u)));
+      }
+    }
+    void LoadTail(size_t g, VF* out) const {
+      HWY_ALIGN float buf[kLanes] = {};
+      for (size_t p = 0; p < kLanes; ++p) {
+        const size_t i = g * kLanes + interleaved_element(p);
+        if (i < cols) buf[p] = bf16_to_f32(w[i]);
+      }
+      for (size_t v = 0; v < kVecs; ++v) out[v] = hn::Load(DF(), buf + v * N);
+    }
+    HWY_INLINE void Prefetch(size_t g) const { hwy::Prefetch(w + (g + 16) * kLanes); }  // 1 KiB ahead
+  };
+  Row row(size_t o) const { return Row{W + o * cols, cols}; }
+  static constexpr bool kPrefetch = true;
+};
+
+// 2^(s-127) for every scale byte, computed by the same function as the scalar
+// contract so the products below are the same IEEE multiplications.
+struct E8M0Table {
+  float v[256];
+  E8M0Table() {
+    for (int s = 0; s < 256; ++s) v[s] = e8m0_to_f32(uint8_t(s));
+  }
+};
+inline const E8M0Table& e8m0_table() {
+  static const E8M0Table t;
+  return t;
+}
+
+constexpr size_t kPrefetchGroups = 64;  // 1 KiB of MXFP4 blocks ahead
+
+struct Mxfp4Rows {
+  static constexpr bool kInterleaved = true;
+  const uint8_t* packed;
+  const uint8_t* scales;
+  size_t cols;
+  const float* e8m0;  // e8m0_table().v
+
+  struct Row {
+    const uint8_t* packed;  // this row's blocks
+    const uint8_t* scales;  // this row's scales
+    const float* e8m0;
+
+    // w = kE2M1[code] * scale: the 16 products of the group's scale come
+    // from one vector multiply (each the scalar's product bit for bit), then
+    // each element picks its product by a lane permute on its nibble.
+    HWY_INLINE void Load(size_t g, VF* w) const {
+      const DF df;
+      const DU du;
+      const hn::Rebind<uint8_t, DU> d8;
+      const uint8_t* p = packed + g * (kLanes / 2);
+      const VF sc = hn::Set(df, e8m0[scales[g]]);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      static_assert(N == 16);
+      // vpermps reads only the low 4 index bits: no masking of the low nibble.
+      const VF tbl = hn::Mul(hn::LoadU(df, kE2M1), sc);
+      const auto u = hn::PromoteTo(du, hn::LoadU(d8, p));
+      w[0] = VF{_mm512_permutexvar_ps(u.raw, tbl.raw)};
+      w[1] = VF{_mm512_permutexvar_ps(hn::ShiftRight<4>(u).raw, tbl.raw)};
+#elif HWY_TARGET == HWY_AVX2
+      static_assert(N == 8);
+      // Codes 0..7 and 8..15 each fill one 8-lane table; bit 3 of the code
+      // (moved to the sign bit) selects between them. vpermps reads only the
+      // low 3 index bits.
+      const VF pos_tbl = hn::Mul(hn::LoadU(df, kE2M1), sc);
+      const VF neg_tbl = hn::Mul(hn::LoadU(df, kE2M1 + 8), sc);
+      for (size_t c = 0; c < 2; ++c) {
+        const auto u = hn::PromoteTo(du, hn::LoadU(d8, p + c * 8));
+        const auto hi = hn::ShiftRight<4>(u);
+        w[2 * c] = hn::IfNegativeThenElse(hn::BitCast(df, hn::ShiftLeft<28>(u)),
+                                          VF{_mm256_permutevar8x32_ps(neg_tbl.raw, u.raw)},
+                                          VF{_mm256_permutevar8x32_ps(pos_tbl.raw, u.raw)});
+        w[2 * c + 1] = hn::IfNegativeThenElse(hn::BitCast(df, hn::ShiftLeft<24>(u)),
+                                              VF{_mm256_permutevar8x32_ps(neg_tbl.raw, hi.raw)},
+                                              VF{_mm256_permutevar8x32_ps(pos_tbl.raw, hi.raw)});
+      }
+#else
+      // Portable: the same 16 products, picked per element through memory.
+      (void)du;
+      (void)d8;
+      HWY_ALIGN float tbl[16];
+      for (size_t k = 0; k < 16; k += N) hn::Store(hn::Mul(hn::LoadU(df, kE2M1 + k), sc), df, tbl + k);
+      HWY_ALIGN float buf[kLanes];
+      for (size_t q = 0; q < kLanes; ++q) {
+        const size_t i = interleaved_element(q);
+        buf[q] = tbl[(p[i / 2] >> (4 * (i & 1))) & 15];
+      }
+      for (size_t v = 0; v < kVecs; ++v) w[v] = hn::Load(df, buf + v * N);
+#endif
+    }
+    void LoadTail(size_t g, VF* w) const { Load(g, w); }  // cols % 32 == 0: never partial
+    // Several rows' blocks and scales stream at once; fetching a few cache
+    // lines ahead keeps more DRAM requests in flight than the hardware
+    // prefetchers do for these many streams.
+    HWY_INLINE void Prefetch(size_t g) const {
+      if ((g & 3) == 0) hwy::Prefetch(packed + (g + kPrefetchGroups) * (kLanes / 2));
+      if ((g & 63) == 0) hwy::Prefetch(scales + g + 4 * kPrefetchGroups);
+    }
+  };
+  Row row(size_t o) const { return Row{packed + o * (cols / 2), scales + o * (cols / kLanes), e8m0}; }
+  static constexpr bool kPrefetch = true;
+};
+
+// ---- The tiled product: R output rows x TT input rows share each decoded
+// weight group and each loaded X group; every (t, o) keeps its own 32 sums.
+
+template <size_t R, size_t TT>
+HWY_INLINE void Accumulate(const VF (&w)[R][kVecs], const float* x, size_t stride, VF (&acc)[R][TT][kVecs]) {
+  const DF df;
+  for (size_t t = 0; t < TT; ++t)
+    for (size_t v = 0; v < kVecs; ++v) {
+      const VF xv = hn::Load(df, x + t * stride + v * N);
+      for (size_t r = 0; r < R; ++r) acc[r][t][v] = hn::MulAdd(w[r][v], xv, acc[r][t][v]);
+    }
+}
+
+template <class Rows, size_t R, size_t TT>
+HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, size_t full_groups,
+                     const float* Xp, size_t rows, float* Y) {
+  const DF df;
+  const size_t stride = groups * kLanes;
+  const float* x = Xp + t0 * stride;
+  VF acc[R][TT][kVecs];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t t = 0; t < TT; ++t)
+      for (size_t v = 0; v < kVecs; ++v) acc[r][t][v] = hn::Zero(df);
+  typename Rows::Row row[R];
+  for (size_t r = 0; r < R; ++r) row[r] = rows_of.row(o0 + r);
+  for (size_t g = 0; g < full_groups; ++g) {
+    VF w[R][kVecs];
+    for (size_t r = 0; r < R; ++r) {
+      if constexpr (Rows::kPrefetch) row[r].Prefetch(g);
+      row[r].Load(g, w[r]);
+    }
+    Accumulate<R, TT>(w, x + g * kLanes, stride, acc);
+  }
+  if (full_groups < groups) {  // the zero-padded last group
+    VF w[R][kVecs];
+    for (size_t r = 0; r < R; ++r) row[r].LoadTail(full_groups, w[r]);
+    Accumulate<R, TT>(w, x + full_groups * kLanes, stride, acc);
+  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t t = 0; t < TT; ++t) Y[(t0 + t) * rows + o0 + r] = Finish<Rows::kInterleaved>(acc[r][t]);
+}
+
+// Tile shapes that fit the register file: AVX-512 has 32 vector registers
+// and needs 2 per partial-sum set, AVX2 has 16 and needs 4.
+constexpr size_t kRowsT1 = kVecs == 2 ? 4 : 2;  // T == 1: rows in flight
+constexpr size_t kRowsTn = kVecs == 2 ? 4 : 1;  // T > 1
+constexpr size_t kTileT = 2;
+
+template <class Rows, size_t R, size_t TT>
+void RowBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t full_groups, const float* Xp, size_t T,
+              size_t rows, float* Y) {
+  size_t o = b;
+  for (; o + R <= e; o += R) {
+    size_t t = 0;
+    for (; t + TT <= T; t += TT) Tile<Rows, R, TT>(rows_of, o, t, groups, full_groups, Xp, rows, Y);
+    for (; t < T; ++t) Tile<Rows, R, 1>(rows_of, o, t, groups, full_groups, Xp, rows, Y);
+  }
+  for (; o < e; ++o) {
+    size_t t = 0;
+    for (; t + TT <= T; t += TT) Tile<Rows, 1, TT>(rows_of, o, t, groups, full_groups, Xp, rows, Y);
+    for (; t < T; ++t) Tile<Rows, 1, 1>(rows_of, o, t, groups, full_groups, Xp, rows, Y);
+  }
+}
+
+// X in the decoder's position order, zero-padded to whole groups; built once
+// per call by the calling thread and shared read-only by the workers.
+template <bool kInterleaved>
+const float* PrepareX(const float* X, size_t T, size_t cols, size_t groups) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
+  thread_local size_t capacity = 0;
+  const size_t stride = groups * kLanes;
+  if (capacity < T * stride) {
+    buf = hwy::AllocateAligned<float>(T * stride);
+    capacity = T * stride;
+  }
+  for (size_t t = 0; t < T; ++t) {
+    const float* x = X + t * cols;
+    float* out = buf.get() + t * stride;
+    for (size_t g = 0; g < groups; ++g)
+      for (size_t p = 0; p < kLanes; ++p) {
+        const size_t i = g * kLanes + (kInterleaved ? interleaved_element(p) : p);
+        out[g * kLanes + p] = i < cols ? x[i] : 0.0f;
+      }
+  }
+  return buf.get();
+}
+
+constexpr size_t kGrain = 16;  // a multiple of every tile height
+
+template <class Rows>
+void Run(const Rows& rows_of, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
+  if (rows == 0 || T == 0) return;
+  const size_t groups = (cols + kLanes - 1) / kLanes;
+  const size_t full_groups = cols / kLanes;
+  const float* Xp = PrepareX<Rows::kInterleaved>(X, T, cols, groups);
+  auto body = [&](size_t b, size_t e) {
+    if (T == 1)
+      RowBlock<Rows, kRowsT1, 1>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+    else
+      RowBlock<Rows, kRowsTn, kTileT>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+  };
+  if (pool)
+    pool->parallel_for(rows, kGrain, body);
+  else
+    body(0, rows);
+}
+
+void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
+  Run(F32Rows{W, cols}, rows, cols, X, T, Y, pool);
+}
+
+void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
+  Run(Bf16Rows{W, cols}, rows, cols, X, T, Y, pool);
+}
+
+void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t T,
+                 float* Y, ThreadPool* pool) {
+  if (cols % kLanes != 0) return scalar_rows_mxfp4(packed, scales, rows, cols, X, T, Y, pool);
+  Run(Mxfp4Rows{packed, scales, cols, e8m0_table().v}, rows, cols, X, T, Y, pool);
+}
+
+float DotF32(const float* a, const float* b, size_t n) {
+  const DF df;
+  VF acc[kVecs];
+  for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::Zero(df);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t v = 0; v < kVecs; ++v)
+      acc[v] = hn::MulAdd(hn::LoadU(df, a + i + v * N), hn::LoadU(df, b + i + v * N), acc[v]);
+  if (i < n) {
+    HWY_ALIGN float ta[kLanes] = {}, tb[kLanes] = {};
+    std::memcpy(ta, a + i, (n - i) * sizeof(float));
+    std::memcpy(tb, b + i, (n - i) * sizeof(float));
+    for (size_t v = 0; v < kVecs; ++v)
+      acc[v] = hn::MulAdd(hn::Load(df, ta + v * N), hn::Load(df, tb + v * N), acc[v]);
+  }
+  return Finish<false>(acc);
+}
+
+#else  // !DF_KERNEL_SIMD: the scalar contract, row-parallel.
+
+void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
+  scalar_rows_f32(W, rows, cols, X, T, Y, pool);
+}
+void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
+  scalar_rows_bf16(W, rows, cols, X, T, Y, pool);
+}
+void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t T,
+                 float* Y, ThreadPool* pool) {
+  scalar_rows_mxfp4(packed, scales, rows, cols, X, T, Y, pool);
+}
+float DotF32(const float* a, const float* b, size_t n) { return scalar::dot_f32(a, b, n); }
+
+#endif  // DF_KERNEL_SIMD
+
+}  // namespace HWY_NAMESPACE
+}  // namespace deltafin::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle
