@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target deltafin
-prompt=${1:-"def fibonacci(n):"}
+prompt=${1:-$'class Queue:\n    def __init__(self'}
 if [[ -f models/demo/config.json ]]; then
   exec ./build/deltafin run --model models/demo --prompt "$prompt" --max-new 64 --stats
 fi

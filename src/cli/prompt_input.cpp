@@ -1,6 +1,12 @@
 #include "cli/prompt_input.h"
 
 #include <charconv>
+#include <filesystem>
+#include <memory>
+
+#include "tokenizer/chat.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 namespace deltafin::cli {
 
@@ -30,9 +36,37 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& csv) {
   return out;
 }
 
+namespace {
+
+// A streaming detokeniser over the checkpoint's tokenizer.
+std::function<std::string(int32_t)> make_detok(const tokenizer::Tokenizer& tok) {
+  auto dec = std::make_shared<tokenizer::StreamDecoder>(tok);
+  return [dec](int32_t id) -> std::string {
+    if (id < 0) return dec->finish();
+    auto text = dec->push(uint32_t(id));
+    return text.ok() ? text.value() : std::string("\xEF\xBF\xBD");  // unknown id: U+FFFD
+  };
+}
+
+std::vector<int32_t> to_i32(const std::vector<uint32_t>& v) { return std::vector<int32_t>(v.begin(), v.end()); }
+
+}  // namespace
+
 Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model) {
   PromptTokens out;
   const auto& cfg = model.config();
+  const std::string dir = model.checkpoint().dir();
+  const bool has_tokenizer = std::filesystem::exists(std::filesystem::path(dir) / "tiktoken.model");
+  std::optional<tokenizer::Tokenizer> tok;
+  if (has_tokenizer) {
+    auto t = tokenizer::Tokenizer::load_from_checkpoint_dir(dir);
+    if (!t.ok()) return t.status();
+    if (t.value().vocab_size() > uint32_t(cfg.vocab))
+      return error("{}: the tokenizer has {} ids but the model's vocabulary is {}", dir, t.value().vocab_size(),
+                   cfg.vocab);
+    tok = std::move(t.value());
+    out.detok = make_detok(*tok);
+  }
   if (!in.ids_csv.empty()) {
     DF_ASSIGN(out.ids, parse_id_list(in.ids_csv));
     for (int32_t id : out.ids)
@@ -41,7 +75,21 @@ Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model) {
     return out;
   }
   if (in.text.empty()) return error("give --prompt TEXT or --prompt-ids 1,2,3");
-  return error("--prompt needs the tokenizer, which is not built in yet; use --prompt-ids");
+  if (!tok) return error("{}: no tiktoken.model, so --prompt cannot be encoded; use --prompt-ids", dir);
+  if (in.chat) {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    messages.push_back({{"role", "user"}, {"content", in.text}});
+    DF_ASSIGN(auto ids, tokenizer::encode_chat(*tok, messages));
+    DF_ASSIGN(auto stops, tokenizer::chat_stop_ids(*tok));
+    out.ids = to_i32(ids);
+    out.stop_ids = to_i32(stops);
+  } else {
+    // Raw completion: user text never produces special ids; stops at --max-new.
+    DF_ASSIGN(auto ids, tok->encode(in.text, /*allow_special=*/false));
+    out.ids = to_i32(ids);
+  }
+  if (out.ids.empty()) return error("--prompt encodes to no tokens");
+  return out;
 }
 
 }  // namespace deltafin::cli

@@ -1,0 +1,46 @@
+// K3 chat rendering ("XTML", spec §5.4): messages -> segments, each encoded
+// separately (control segments with specials enabled, ordinary ones without)
+// so that no message text can forge a tag.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::tokenizer {
+
+struct ChatOptions {
+  bool thinking = true;
+  // "low" | "high" | "max"; nullopt renders no thinking-effort message.
+  std::optional<std::string> reasoning_effort = std::string("max");
+  bool add_generation_prompt = true;
+  nlohmann::ordered_json tools;            // null = none; else an array
+  nlohmann::ordered_json tool_choice;      // "required" / "none" add a message
+  nlohmann::ordered_json response_format;  // {"type": "json_object" | "json_schema", ...}
+};
+
+struct ChatSegment {
+  bool control;
+  std::string text;
+  bool operator==(const ChatSegment&) const = default;
+};
+
+// OpenAI-style messages: [{"role", "content", "name", "reasoning_content",
+// "tool_calls", "tool_call_id"}...]. Errors name the message index.
+Result<std::vector<ChatSegment>> render_chat(const nlohmann::ordered_json& messages, const ChatOptions& options);
+
+// render_chat, then each segment encoded on its own; large chats encode
+// segments on threads (same ids as sequential).
+Result<std::vector<uint32_t>> encode_chat(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
+                                          const ChatOptions& options = {});
+Result<std::vector<uint32_t>> encode_segments(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
+                                              bool parallel = true);
+
+// Ids that end generation: <|end_of_msg|> (spec §2.8/§5.5).
+Result<std::vector<uint32_t>> chat_stop_ids(const Tokenizer& tokenizer);
+
+}  // namespace deltafin::tokenizer
