@@ -17,12 +17,13 @@ int run_command(const std::string& cmd) {
 }
 
 namespace {
-std::string temp_root() {
-  static std::string root = [] {
+const std::string& temp_root() {
+  // Never destroyed: the Cleanup object below uses it at exit.
+  static const std::string& root = *new std::string([] {
     std::string tmpl = (std::filesystem::temp_directory_path() / "deltafin-test-XXXXXX").string();
     char* d = mkdtemp(tmpl.data());
     return std::string(d ? d : "/tmp");
-  }();
+  }());
   return root;
 }
 struct Cleanup {
