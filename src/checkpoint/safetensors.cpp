@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 namespace deltafin {
 
@@ -12,18 +13,82 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 512ull << 20;  // far above K3's largest header
 
-bool valid_utf8(std::string_view s) {
+// Offset of the first byte that is not part of well-formed UTF-8 (no
+// overlongs, surrogates or code points past U+10FFFF), or npos.
+size_t first_invalid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    unsigned char c = s[i];
-    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-    if (n < 0 || i + n >= s.size() + (n == 0)) return false;
-    for (int k = 1; k <= n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int n;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) n = 1, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) n = 2, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) n = 3, cp = c & 0x07;
+    else return i;
+    if (i + n >= s.size()) return i;  // sequence cut off by the end
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char d = s[i + k];
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
     i += n + 1;
   }
-  return true;
+  return std::string_view::npos;
 }
+
+// A name as it can be printed on one line: control and non-ASCII bytes as \xNN.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') out += char(c);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
+// Names must be UTF-8 (the JSON parser would reject them too, but with a
+// message that quotes raw bytes). Name the quoted string holding the bad byte.
+Status check_header_utf8(const std::string& path, std::string_view header) {
+  const size_t bad = first_invalid_utf8(header);
+  if (bad == std::string_view::npos) return {};
+  const size_t open = header.rfind('"', bad);
+  const size_t begin = open == std::string_view::npos ? 0 : open + 1;
+  const size_t close = header.find('"', bad);
+  const size_t end = close == std::string_view::npos ? header.size() : close;
+  return error("{}: tensor '{}': name is not valid UTF-8 (header byte {})", path,
+               printable(header.substr(begin, std::min<size_t>(end - begin, 200))), bad);
+}
+
+struct DuplicateKeyFinder : nlohmann::json_sax<nlohmann::json> {
+  int depth = 0;
+  std::unordered_set<std::string> seen;
+  std::string duplicate, error_text;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth, true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return ++depth, true; }
+  bool end_array() override { return --depth, true; }
+  bool key(string_t& k) override {
+    if (depth == 1 && !seen.insert(k).second && duplicate.empty()) duplicate = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_text = e.what();
+    return false;
+  }
+};
 
 Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -60,40 +125,42 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   f->header_len_ = hlen;
   std::string_view header(reinterpret_cast<const char*>(mapped->data() + 8), hlen);
 
-  // Parse with a callback so duplicate top-level names are caught (a plain
-  // parse would silently keep the last one).
-  std::set<std::string> seen;
-  std::string duplicate;
-  auto cb = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
-    if (depth == 1 && ev == nlohmann::json::parse_event_t::key) {
-      std::string k = parsed.get<std::string>();
-      if (!seen.insert(k).second && duplicate.empty()) duplicate = k;
-    }
-    return true;
-  };
+  DF_TRY(check_header_utf8(path, header));
+  // A first SAX pass catches duplicate top-level names (a DOM parse silently
+  // keeps the last one). nlohmann's callback parser is quadratic in the
+  // number of keys, so it is not used here.
+  DuplicateKeyFinder finder;
+  nlohmann::json::sax_parse(header.begin(), header.end(), &finder);
+  if (!finder.error_text.empty()) return error("{}: header is not valid JSON: {}", path, printable(finder.error_text));
+  if (!finder.duplicate.empty())
+    return error("{}: tensor '{}': duplicate name in header", path, printable(finder.duplicate));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header.begin(), header.end(), cb);
+    j = nlohmann::json::parse(header.begin(), header.end());
   } catch (const nlohmann::json::exception& e) {
-    return error("{}: header is not valid JSON: {}", path, e.what());
+    return error("{}: header is not valid JSON: {}", path, printable(e.what()));
   }
-  if (!duplicate.empty()) return error("{}: tensor '{}': duplicate name in header", path, duplicate);
   if (!j.is_object()) return error("{}: header is not a JSON object", path);
 
   const uint64_t data_size = size - 8 - hlen;
   struct Range { uint64_t b, e; size_t idx; };
   std::vector<Range> ranges;
   for (auto& [name, v] : j.items()) {
-    if (name == "__metadata__") continue;
-    if (!valid_utf8(name)) return error("{}: a tensor name is not valid UTF-8", path);
-    auto bad = [&](const std::string& what) { return error("{}: tensor '{}': {}", path, name, what); };
+    if (name == "__metadata__") {
+      // Free-form string to string map in the format; anything else is malformed.
+      if (!v.is_object()) return error("{}: __metadata__ is not an object", path);
+      for (auto& [k, mv] : v.items())
+        if (!mv.is_string()) return error("{}: __metadata__ entry '{}' is not a string", path, printable(k));
+      continue;
+    }
+    auto bad = [&](const std::string& what) { return error("{}: tensor '{}': {}", path, printable(name), what); };
     if (!v.is_object()) return bad("entry is not an object");
     if (!v.contains("dtype") || !v["dtype"].is_string()) return bad("missing dtype");
     if (!v.contains("shape") || !v["shape"].is_array()) return bad("missing shape");
     if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
       return bad("missing data_offsets");
     auto dt = dtype_from_name(v["dtype"].get<std::string>());
-    if (!dt) return bad(fmt::format("unknown dtype '{}'", v["dtype"].get<std::string>()));
+    if (!dt) return bad(fmt::format("unknown dtype '{}'", printable(v["dtype"].get<std::string>())));
     TensorInfo t;
     t.name = name;
     t.dtype = *dt;
@@ -120,12 +187,24 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     ranges.push_back({b, e, f->tensors_.size()});
     f->tensors_.push_back(std::move(t));
   }
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.b < b.b; });
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].b < ranges[i - 1].e)
-      return error("{}: tensor '{}': byte range overlaps tensor '{}'", path, f->tensors_[ranges[i].idx].name,
-                   f->tensors_[ranges[i - 1].idx].name);
+  // The ranges must tile the data region exactly (as the reference
+  // implementation requires): no overlap, no gap, no trailing bytes. A short
+  // file shows up as a range running past the data region above.
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.b != b.b ? a.b < b.b : a.e < b.e; });
+  auto tname = [&](size_t i) { return printable(f->tensors_[ranges[i].idx].name); };
+  uint64_t covered = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (i > 0 && ranges[i].b < ranges[i - 1].e)
+      return error("{}: tensor '{}': byte range [{}, {}] overlaps tensor '{}' [{}, {}]", path, tname(i), ranges[i].b,
+                   ranges[i].e, tname(i - 1), ranges[i - 1].b, ranges[i - 1].e);
+    if (ranges[i].b > covered)
+      return error("{}: tensor '{}': {} unused bytes before its data_offsets [{}, {}]", path, tname(i),
+                   ranges[i].b - covered, ranges[i].b, ranges[i].e);
+    covered = ranges[i].e;
   }
+  if (covered != data_size)
+    return error("{}: {} trailing bytes after the last tensor's data (data region {} bytes)", path, data_size - covered,
+                 data_size);
   return f;
 }
 
@@ -138,7 +217,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
   try {
     ck->config_ = nlohmann::json::parse(config_text);
   } catch (const nlohmann::json::exception& e) {
-    return error("{}: not valid JSON: {}", config_path, e.what());
+    return error("{}: not valid JSON: {}", config_path, printable(e.what()));
   }
   if (!ck->config_.is_object()) return error("{}: not a JSON object", config_path);
 
@@ -151,7 +230,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
     try {
       index = nlohmann::json::parse(index_text);
     } catch (const nlohmann::json::exception& e) {
-      return error("{}: not valid JSON: {}", index_path, e.what());
+      return error("{}: not valid JSON: {}", index_path, printable(e.what()));
     }
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       return error("{}: no weight_map object", index_path);
@@ -161,7 +240,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
       if (!shard.is_string()) return error("{}: tensor '{}': shard name is not a string", index_path, tensor);
       std::string s = shard.get<std::string>();
       if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
-        return error("{}: tensor '{}': invalid shard name '{}'", index_path, tensor, s);
+        return error("{}: tensor '{}': invalid shard name '{}'", index_path, tensor, printable(s));
       names.insert(s);
     }
     shard_names.assign(names.begin(), names.end());
@@ -199,7 +278,7 @@ const TensorInfo* Checkpoint::find(std::string_view name) const {
 Result<const TensorInfo*> Checkpoint::require(std::string_view name, DType dtype,
                                               const std::vector<int64_t>& shape) const {
   const TensorInfo* t = find(name);
-  if (!t) return error("{}: tensor '{}': missing", dir_, name);
+  if (!t) return error("{}: tensor '{}': missing from the checkpoint", dir_, name);
   if (t->dtype != dtype)
     return error("{}: tensor '{}': dtype {} but {} expected", *t->file, name, dtype_name(t->dtype), dtype_name(dtype));
   if (t->shape != shape) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace deltafin {
@@ -19,15 +20,17 @@ uint64_t TensorSpec::nbytes() const {
 }
 
 std::string safetensors_header(const std::vector<TensorSpec>& tensors) {
-  nlohmann::ordered_json h = nlohmann::ordered_json::object();
-  h["__metadata__"] = {{"format", "pt"}};
+  // Built as text: ordered_json's linear key lookup is quadratic for the
+  // thousands of tensors of a K3 shard. Names are escaped by the JSON library.
+  std::string s = R"({"__metadata__":{"format":"pt"})";
   uint64_t off = 0;
   for (const auto& t : tensors) {
     const uint64_t n = t.nbytes();
-    h[t.name] = {{"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {off, off + n}}};
+    s += fmt::format(R"(,{}:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})", nlohmann::json(t.name).dump(),
+                     dtype_name(t.dtype), fmt::join(t.shape, ","), off, off + n);
     off += n;
   }
-  std::string s = h.dump();
+  s += '}';
   s.append((8 - s.size() % 8) % 8, ' ');
   return s;
 }
@@ -79,16 +82,24 @@ Status write_safetensors(const std::string& path, const std::vector<TensorSpec>&
 Status write_safetensors_index(const std::string& path, const std::vector<std::string>& shard_names,
                                const std::vector<std::vector<TensorSpec>>& shards) {
   if (shard_names.size() != shards.size()) return error("{}: {} shard names for {} shards", path, shard_names.size(), shards.size());
-  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  // Written as text in shard order (a JSON object type would sort or search
+  // linearly; K3 has half a million entries).
   uint64_t total = 0;
+  for (const auto& shard : shards)
+    for (const auto& t : shard) total += t.nbytes();
+  std::string text = fmt::format("{{\n  \"metadata\": {{\n    \"total_size\": {}\n  }},\n  \"weight_map\": {{", total);
+  bool first = true;
   for (size_t s = 0; s < shards.size(); ++s) {
+    const std::string shard = nlohmann::json(shard_names[s]).dump();
     for (const auto& t : shards[s]) {
-      weight_map[t.name] = shard_names[s];
-      total += t.nbytes();
+      text += first ? "\n    " : ",\n    ";
+      text += nlohmann::json(t.name).dump();
+      text += ": ";
+      text += shard;
+      first = false;
     }
   }
-  nlohmann::ordered_json index = {{"metadata", {{"total_size", total}}}, {"weight_map", std::move(weight_map)}};
-  const std::string text = index.dump(2) + "\n";
+  text += "\n  }\n}\n";
   std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "wb"));
   if (!f) return error("{}: cannot create: {}", path, std::strerror(errno));
   DF_TRY(write_all(f.get(), path, text.data(), text.size()));

@@ -100,8 +100,8 @@ int run_inspect(const InspectArgs& a) {
   std::printf("memory plan\n");
   std::printf("  resident spine               %s B (%s)\n", grouped(p.spine_bytes).c_str(), human(p.spine_bytes).c_str());
   std::printf("  one routed expert            %s B\n", grouped(p.expert_bytes).c_str());
-  std::printf("  expert bytes per cold token  %s B (%s) = top-k x %d layers x %s\n",
-              grouped(p.expert_bytes_per_cold_token).c_str(), human(p.expert_bytes_per_cold_token).c_str(),
+  std::printf("  expert bytes per cold token  %s B (%s) = top-%d x %d layers x %s\n",
+              grouped(p.expert_bytes_per_cold_token).c_str(), human(p.expert_bytes_per_cold_token).c_str(), p.top_k,
               p.moe_layers, grouped(p.expert_bytes).c_str());
   std::printf("  routed experts total         %s B (%s)\n", grouped(p.routed_expert_bytes).c_str(),
               human(p.routed_expert_bytes).c_str());

@@ -1,4 +1,5 @@
 // `deltafin run`: greedy generation from a prompt, streamed as it is decided.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -9,6 +10,7 @@
 #include "cli/prompt_input.h"
 #include "generate/greedy.h"
 #include "model/model.h"
+#include "store/store_run.h"
 
 namespace deltafin::cli {
 
@@ -21,8 +23,10 @@ struct RunOptions {
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int prefill_chunk = 64;
   std::string dump_logits;
+  std::string route_trace;
   bool stats = false;
   bool print_ids = false;
+  StoreRunOptions store;  // --store and its read options
 };
 
 void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
@@ -41,10 +45,32 @@ void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
                double(cfg.moe.top_k) * cfg.num_moe_layers() * cfg.expert_bytes() / 1e6);
 }
 
+// One JSON line per (position, layer): {"pos":P,"layer":L,"experts":[...]} in route order.
+void write_route_trace(std::FILE* f, int64_t pos0, int layer, size_t rows, int k, std::span<const int> ids) {
+  for (size_t r = 0; r < rows; ++r) {
+    std::string line = fmt::format("{{\"pos\":{},\"layer\":{},\"experts\":[", pos0 + int64_t(r), layer);
+    for (int i = 0; i < k; ++i) line += fmt::format("{}{}", i ? "," : "", ids[r * k + i]);
+    line += "]}\n";
+    std::fwrite(line.data(), 1, line.size(), f);
+  }
+}
+
 int run(const RunOptions& o) {
-  auto model_or = Model::open(o.model_dir, o.threads);
-  if (!model_or.ok()) return fail(model_or.message());
-  Model& model = *model_or.value();
+  // --model: experts read in place; --store: spine from the store, experts streamed.
+  StoreModel sm;
+  if (!o.store.store.empty()) {
+    auto sm_or = open_store_model(o.store, o.threads);
+    if (!sm_or.ok()) return fail(sm_or.message());
+    sm = std::move(sm_or.value());
+    for (const auto& w : sm.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  } else {
+    if (o.model_dir.empty()) return fail("give --model DIR or --store STORE");
+    auto model_or = Model::open(o.model_dir, o.threads);
+    if (!model_or.ok()) return fail(model_or.message());
+    sm.model = std::move(model_or.value());
+  }
+  Model& model = *sm.model;
+  const auto wall0 = std::chrono::steady_clock::now();
   auto prompt_or = resolve_prompt(o.prompt, model);
   if (!prompt_or.ok()) return fail(prompt_or.message());
   PromptTokens& prompt = prompt_or.value();
@@ -53,6 +79,15 @@ int run(const RunOptions& o) {
   if (!o.dump_logits.empty()) {
     dump = std::fopen(o.dump_logits.c_str(), "wb");
     if (!dump) return fail(fmt::format("{}: cannot open for writing", o.dump_logits));
+  }
+  std::FILE* trace = nullptr;
+  if (!o.route_trace.empty()) {
+    trace = std::fopen(o.route_trace.c_str(), "w");
+    if (!trace) return fail(fmt::format("{}: cannot open for writing", o.route_trace));
+    model.set_route_observer(
+        [trace](int64_t pos0, int layer, size_t rows, int k, std::span<const int> ids) {
+          write_route_trace(trace, pos0, layer, rows, k, ids);
+        });
   }
   Session session = model.new_session();
   GenerateOptions g;
@@ -79,21 +114,30 @@ int run(const RunOptions& o) {
     std::printf("\n");
   }
   if (dump && std::fclose(dump) != 0) write_failed = true;
+  if (trace && std::fclose(trace) != 0) return fail(fmt::format("{}: write failed", o.route_trace));
   if (!s.ok()) return fail(s.message());
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
   if (o.stats) print_stats(stats, model.config());
+  if (o.stats && sm.source) {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait))
+      std::fprintf(stderr, "%s\n", line.c_str());
+  }
   return 0;
 }
 
 void setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Generate greedily from a prompt");
-  cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)")->required();
+  auto* model_opt = cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)");
+  model_opt->excludes(add_store_run_options(cmd, o->store));
   add_prompt_options(cmd, o->prompt);
   cmd->add_option("--max-new", o->max_new, "Tokens to generate")->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--threads", o->threads, "Compute threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt rows per forward block")->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--dump-logits", o->dump_logits, "Write each decided step's fp32 logits (raw little-endian)");
+  cmd->add_option("--route-trace", o->route_trace,
+                  "Record each MoE layer's routed experts per token (JSON lines: pos, layer, experts)");
   cmd->add_flag("--stats", o->stats, "Print timing and expert traffic to stderr");
   cmd->add_flag("--print-ids", o->print_ids, "Print token ids, one per line, instead of text");
   cmd->callback([o] { set_exit_code(run(*o)); });

@@ -12,6 +12,7 @@ MemoryPlan plan_from_config(const ModelConfig& c) {
   MemoryPlan p;
   p.moe_layers = c.num_moe_layers();
   p.experts_per_layer = c.moe.num_experts;
+  p.top_k = c.moe.top_k;
   p.experts_total = uint64_t(p.moe_layers) * uint64_t(p.experts_per_layer);
   p.expert_bytes = c.expert_bytes();
   p.expert_bytes_per_cold_token = uint64_t(c.moe.top_k) * uint64_t(p.moe_layers) * p.expert_bytes;
@@ -46,6 +47,7 @@ nlohmann::ordered_json MemoryPlan::to_json() const {
           {"spine_bytes", spine_bytes},
           {"moe_layers", moe_layers},
           {"experts_per_layer", experts_per_layer},
+          {"top_k", top_k},
           {"experts_total", experts_total},
           {"expert_bytes", expert_bytes},
           {"expert_bytes_per_cold_token", expert_bytes_per_cold_token},

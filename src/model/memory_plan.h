@@ -21,6 +21,7 @@ struct MemoryPlan {
 
   int moe_layers = 0;
   int experts_per_layer = 0;
+  int top_k = 0;
   uint64_t experts_total = 0;                // moe_layers x experts_per_layer
   uint64_t expert_bytes = 0;                 // one routed expert (MXFP4: packed + scales)
   uint64_t expert_bytes_per_cold_token = 0;  // top_k x moe_layers x expert_bytes

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The read engine's concurrency tests under ThreadSanitizer: its own build
+# directory, then the io/store unit tests (the engine stress test with
+# concurrent demand + prefetch reads and cancellations, and the store source).
+# Usage: scripts/test_tsan.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-tsan}
+jobs=$(nproc)
+cmake -S . -B "$dir" -DDELTAFIN_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELTAFIN_SANITIZE=thread >/dev/null
+cmake --build "$dir" -j"$jobs" --target deltafin_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R '^(IoEngine|IoArena|StoreFaults\.StoreSourceBytesMatchCheckpoint)'

@@ -1,0 +1,65 @@
+#include "io/aligned_arena.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace deltafin::io {
+
+const char* purpose_name(Purpose p) { return p == Purpose::Demand ? "demand" : "prefetch"; }
+
+AlignedArena::AlignedArena(uint64_t slot_bytes, size_t max_slots, size_t demand_reserve)
+    : slot_bytes_((slot_bytes + 4095) / 4096 * 4096), max_slots_(max_slots), demand_reserve_(demand_reserve) {}
+
+AlignedArena::~AlignedArena() {
+  for (uint8_t* p : all_) std::free(p);
+}
+
+bool AlignedArena::admissible(Purpose p) const {
+  const size_t available = free_.size() + (max_slots_ - all_.size());
+  if (available == 0) return false;
+  return p == Purpose::Demand || available > demand_reserve_;
+}
+
+uint8_t* AlignedArena::take_locked() {
+  if (!free_.empty()) {
+    uint8_t* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  void* mem = std::aligned_alloc(4096, slot_bytes_);
+  if (!mem) return nullptr;
+  all_.push_back(static_cast<uint8_t*>(mem));
+  return all_.back();
+}
+
+uint8_t* AlignedArena::try_take(Purpose p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admissible(p) ? take_locked() : nullptr;
+}
+
+uint8_t* AlignedArena::take(Purpose p) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return admissible(p); });
+  return take_locked();
+}
+
+void AlignedArena::release(uint8_t* slot) {
+  if (!slot) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(slot);
+  }
+  cv_.notify_all();
+}
+
+size_t AlignedArena::in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return all_.size() - free_.size();
+}
+
+size_t AlignedArena::allocated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return all_.size();
+}
+
+}  // namespace deltafin::io

@@ -1,0 +1,33 @@
+// Checksums used by the store: xxh3-128 over every expert span (fast enough to
+// verify on every read) and SHA-256 over the source checkpoint files (identity).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/result.h"
+
+namespace deltafin {
+
+struct Hash128 {
+  uint64_t hi = 0, lo = 0;
+  bool operator==(const Hash128&) const = default;
+  std::string hex() const;  // 32 lowercase hex digits, high half first
+  static Result<Hash128> from_hex(std::string_view s);
+};
+
+Hash128 xxh3_128(std::span<const uint8_t> bytes);
+
+// SHA-256 of a whole file, streamed; lowercase hex. Calls `progress(bytes)`
+// after each chunk when given.
+Result<std::string> sha256_file(const std::string& path, void (*progress)(uint64_t, void*) = nullptr,
+                                void* ctx = nullptr);
+
+}  // namespace deltafin
+
+namespace deltafin {
+// SHA-256 of a string; lowercase hex.
+std::string sha256_hex(std::string_view text);
+// xxh3-128 of a whole file, streamed.
+Result<Hash128> xxh3_128_file(const std::string& path);
+}  // namespace deltafin

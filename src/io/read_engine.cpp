@@ -1,0 +1,577 @@
+#include "io/read_engine.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace deltafin::io {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+}  // namespace
+
+class ReadJob {
+ public:
+  explicit ReadJob(ReadRequest r) : req(std::move(r)) {}
+  ReadRequest req;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, cancelled = false, part_failed = false;
+  bool verify_pending = false, verifying = false;  // all bytes in; the waiter checks the checksum
+  Status result;
+  int pending = 0;              // parts queued or in flight
+  std::vector<char> tried;      // per replica: a whole-span attempt failed there, or it is unusable
+  int attempt = -1;             // replica of the current whole-span attempt; -1 for a split read
+  std::string failures;         // "; "-separated reasons, for the final error
+};
+
+namespace {
+
+struct Chunk {
+  ReadHandle job;
+  int file = -1;
+  uint64_t offset = 0, len = 0;
+  uint8_t* dest = nullptr;
+  uint64_t done = 0;  // bytes already read (short reads resume)
+};
+
+struct FileEntry {
+  int drive = -1;
+  std::string path;
+  int fd_direct = -1, fd_buffered = -1;
+  std::atomic<bool> direct{false};
+};
+
+}  // namespace
+
+struct ReadEngine::Impl {
+  struct Drive {
+    DriveSpec spec;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Chunk> q[2];
+    int inflight[2] = {0, 0};
+    uint64_t inflight_bytes = 0;
+    std::atomic<bool> disabled{false};
+    bool stop = false;
+    DriveStats st;
+    Clock::time_point busy_since;
+    double rate = 1e9;  // bytes/s
+    uint64_t win_bytes0 = 0;
+    double win_busy0 = 0;
+    bool uring = false;
+    io_uring ring{};
+    int efd = -1;
+    int depth = 1;
+    std::vector<std::thread> threads;
+  };
+
+  EngineOptions opts;
+  std::deque<Drive> drives;
+  std::mutex files_mu;
+  std::deque<FileEntry> files;
+  std::atomic<uint64_t> reads_ok{0}, reads_failed{0}, reads_cancelled{0}, retries{0}, split_reads{0};
+  std::atomic<uint64_t> checksum_ns{0}, checksum_bytes{0};
+
+  uint64_t total_bytes(const Drive& d) const { return d.st.bytes[0] + d.st.bytes[1]; }
+
+  // A chunk may start on this drive now; with d.mu held.
+  bool pick(Drive& d, Purpose& p) const {
+    if (d.inflight[0] + d.inflight[1] >= d.depth) return false;
+    if (!d.q[0].empty()) return p = Purpose::Demand, true;
+    if (!d.q[1].empty() && d.inflight[1] < std::min(opts.prefetch_depth, d.depth - 1 > 0 ? d.depth - 1 : 1))
+      return p = Purpose::Prefetch, true;
+    return false;
+  }
+
+  Chunk start(Drive& d, Purpose p) {  // with d.mu held
+    Chunk c = std::move(d.q[int(p)].front());
+    d.q[int(p)].pop_front();
+    if (d.inflight[0] + d.inflight[1] == 0) d.busy_since = Clock::now();
+    d.inflight[int(p)]++;
+    d.inflight_bytes += c.len;
+    return c;
+  }
+
+  void account(Drive& d, const Chunk& c, bool ok) {
+    std::lock_guard<std::mutex> lock(d.mu);
+    const int p = int(c.job->req.purpose);
+    d.inflight[p]--;
+    d.inflight_bytes -= c.len;
+    const auto now = Clock::now();
+    if (ok) {
+      d.st.bytes[p] += c.len;
+      d.st.reads[p]++;
+    } else {
+      d.st.io_errors++;
+    }
+    if (d.inflight[0] + d.inflight[1] == 0) {
+      d.st.busy_seconds += seconds_between(d.busy_since, now);
+      d.busy_since = now;
+    }
+    // Rate: bytes over busy time, in windows of >= 20 ms and >= 4 MiB, smoothed.
+    const double busy = d.st.busy_seconds + (d.inflight[0] + d.inflight[1] ? seconds_between(d.busy_since, now) : 0);
+    const uint64_t bytes = total_bytes(d);
+    if (busy - d.win_busy0 >= 0.02 && bytes - d.win_bytes0 >= (4u << 20)) {
+      const double sample = double(bytes - d.win_bytes0) / (busy - d.win_busy0);
+      d.rate = 0.65 * d.rate + 0.35 * sample;
+      d.win_busy0 = busy;
+      d.win_bytes0 = bytes;
+    }
+  }
+
+  void enqueue(Chunk c) {
+    Drive& d = drives[files[c.file].drive];
+    const int p = int(c.job->req.purpose);
+    bool was_empty;
+    {
+      std::lock_guard<std::mutex> lock(d.mu);
+      was_empty = d.q[p].empty();
+      d.q[p].push_back(std::move(c));
+    }
+    // io_uring: a non-empty queue means the ring thread has a doorbell pending
+    // or reads in flight that wake it, so one doorbell per burst is enough.
+    if (was_empty || !d.uring) ring_doorbell(d);
+  }
+
+  void ring_doorbell(Drive& d) {
+    if (d.uring) {
+      uint64_t one = 1;
+      ssize_t n = ::write(d.efd, &one, sizeof one);
+      (void)n;
+    } else {
+      d.cv.notify_one();
+    }
+  }
+
+  bool usable(const ReadJob& j, size_t r) const {
+    const Replica& rp = j.req.replicas[r];
+    if (rp.file < 0 || size_t(rp.file) >= files.size()) return false;
+    return !drives[files[rp.file].drive].disabled.load();
+  }
+
+  // ETA of this read on the replica's drive: (bytes in flight + span) / rate.
+  double eta(const ReadJob& j, size_t r) {
+    Drive& d = drives[files[j.req.replicas[r].file].drive];
+    std::lock_guard<std::mutex> lock(d.mu);
+    return double(d.inflight_bytes + j.req.span) / std::max(d.rate, 1.0);
+  }
+
+  std::string where(int file) const {
+    const FileEntry& f = files[file];
+    return fmt::format("drive {} ({}) file {}", f.drive, drives[f.drive].spec.root, f.path);
+  }
+
+  void finish(ReadJob& j, Status s) {  // with j.mu held
+    j.done = true;
+    j.result = std::move(s);
+    if (j.result.ok()) reads_ok++;
+    else if (j.cancelled) reads_cancelled++;
+    else reads_failed++;
+    j.cv.notify_all();
+  }
+
+  // Starts the next whole-span attempt, or finishes with the collected errors.
+  // With j.mu held; returns the chunk to enqueue after unlocking (if any).
+  std::optional<Chunk> next_attempt(const ReadHandle& h) {
+    ReadJob& j = *h;
+    int best = -1;
+    double best_eta = 0;
+    for (size_t r = 0; r < j.req.replicas.size(); ++r) {
+      if (j.tried[r]) continue;
+      double e = eta(j, r);
+      if (best < 0 || e < best_eta) best = int(r), best_eta = e;
+    }
+    if (best < 0) {
+      finish(j, error("{}: no replica could be read: {}", j.req.label, j.failures.empty() ? "no usable replica" : j.failures));
+      return std::nullopt;
+    }
+    j.attempt = best;
+    j.pending = 1;
+    j.part_failed = false;
+    const Replica& rp = j.req.replicas[best];
+    return Chunk{h, rp.file, rp.offset, j.req.span, j.req.dest, 0};
+  }
+
+  // One part of a read finished (err: 0 or an errno / -1 for a short read).
+  void part_done(const Chunk& c, int err) {
+    ReadJob& j = *c.job;
+    std::unique_lock<std::mutex> lock(j.mu);
+    if (err) {
+      j.part_failed = true;
+      j.failures += fmt::format("{}{}: {}", j.failures.empty() ? "" : "; ", where(c.file),
+                                err > 0 ? std::strerror(err) : "short read (file truncated?)");
+    }
+    if (--j.pending > 0) return;
+    if (j.cancelled) return finish(j, error("{}: cancelled", j.req.label));
+    if (!j.part_failed && opts.verify && j.req.has_checksum) {
+      // Hashing is left to the waiting thread, so this (ring) thread goes
+      // straight back to keeping the drive's queue full.
+      j.verify_pending = true;
+      j.cv.notify_all();
+      return;
+    }
+    if (!j.part_failed) return finish(j, {});
+    auto next = retry(c.job);
+    lock.unlock();
+    if (next) enqueue(std::move(*next));
+  }
+
+  // The current attempt failed: count it and start the next (with j.mu held).
+  std::optional<Chunk> retry(const ReadHandle& h) {
+    ReadJob& j = *h;
+    if (j.attempt >= 0) {
+      j.tried[j.attempt] = 1;
+      Drive& d = drives[files[j.req.replicas[j.attempt].file].drive];
+      std::lock_guard<std::mutex> dl(d.mu);
+      d.st.retries_from++;
+    }
+    retries++;
+    return next_attempt(h);
+  }
+
+  // In the waiting thread, with j.mu held via `lock`: checks the payload.
+  void verify(const ReadHandle& h, std::unique_lock<std::mutex>& lock) {
+    ReadJob& j = *h;
+    j.verify_pending = false;
+    j.verifying = true;
+    lock.unlock();
+    const auto t0 = Clock::now();
+    const Hash128 sum = xxh3_128({j.req.dest, j.req.length});
+    checksum_ns += uint64_t(seconds_between(t0, Clock::now()) * 1e9);
+    checksum_bytes += j.req.length;
+    lock.lock();
+    j.verifying = false;
+    if (j.done) return;  // cancelled meanwhile
+    if (j.cancelled) return finish(j, error("{}: cancelled", j.req.label));
+    if (sum == j.req.checksum) return finish(j, {});
+    if (j.attempt >= 0) {
+      const int file = j.req.replicas[j.attempt].file;
+      Drive& d = drives[files[file].drive];
+      {
+        std::lock_guard<std::mutex> dl(d.mu);
+        d.st.checksum_errors++;
+      }
+      j.failures += fmt::format("{}{}: checksum mismatch at offset {} (xxh3 {} != manifest {})",
+                                j.failures.empty() ? "" : "; ", where(file), j.req.replicas[j.attempt].offset, sum.hex(),
+                                j.req.checksum.hex());
+    } else {
+      j.failures += fmt::format("{}checksum mismatch on a read split across replicas", j.failures.empty() ? "" : "; ");
+    }
+    auto next = retry(h);
+    if (next) {
+      lock.unlock();
+      enqueue(std::move(*next));
+      lock.lock();
+    }
+  }
+
+  // pread until the chunk is complete; 0 or an errno (-1: end of file).
+  int read_chunk(Chunk& c) {
+    FileEntry& f = files[c.file];
+    while (c.done < c.len) {
+      const bool direct = f.direct.load();
+      ssize_t n = ::pread(direct ? f.fd_direct : f.fd_buffered, c.dest + c.done, c.len - c.done, off_t(c.offset + c.done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EINVAL && direct) {
+        f.direct = false;  // the filesystem refuses O_DIRECT for this read: buffered from now on
+        continue;
+      }
+      if (n < 0) return errno;
+      if (n == 0) return -1;
+      c.done += uint64_t(n);
+    }
+    return 0;
+  }
+
+  void pread_loop(Drive& d) {
+    for (;;) {
+      Chunk c;
+      {
+        std::unique_lock<std::mutex> lock(d.mu);
+        Purpose p{};
+        d.cv.wait(lock, [&] { return d.stop || pick(d, p); });
+        if (!pick(d, p)) return;  // stopping and nothing admissible
+        c = start(d, p);
+      }
+      const int err = read_chunk(c);
+      account(d, c, err == 0);
+      part_done(c, err);
+      d.cv.notify_one();  // a slot freed: another worker may start a prefetch
+    }
+  }
+
+  void arm_doorbell(Drive& d) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&d.ring);
+    io_uring_prep_poll_add(sqe, d.efd, POLLIN);
+    io_uring_sqe_set_data(sqe, nullptr);
+  }
+
+  void prep(Drive& d, Chunk* c) {
+    FileEntry& f = files[c->file];
+    io_uring_sqe* sqe = io_uring_get_sqe(&d.ring);
+    const bool direct = f.direct.load();
+    io_uring_prep_read(sqe, direct ? f.fd_direct : f.fd_buffered, c->dest + c->done, unsigned(c->len - c->done),
+                       c->offset + c->done);
+    io_uring_sqe_set_data(sqe, c);
+  }
+
+  void uring_loop(Drive& d) {
+    arm_doorbell(d);
+    int in_ring = 0;  // reads submitted and not yet completed
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(d.mu);
+        Purpose p{};
+        while (pick(d, p)) {
+          prep(d, new Chunk(start(d, p)));
+          in_ring++;
+        }
+        if (d.stop && in_ring == 0 && d.q[0].empty() && d.q[1].empty()) break;
+      }
+      int rc = io_uring_submit_and_wait(&d.ring, 1);
+      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+        // The ring is broken: finish what it holds as errors, then serve the queue with pread.
+        break;
+      }
+      io_uring_cqe* cqe = nullptr;
+      while (io_uring_peek_cqe(&d.ring, &cqe) == 0) {
+        auto* c = static_cast<Chunk*>(io_uring_cqe_get_data(cqe));
+        const int res = cqe->res;
+        io_uring_cqe_seen(&d.ring, cqe);
+        if (!c) {  // doorbell: new work or stop
+          uint64_t v;
+          ssize_t n = ::read(d.efd, &v, sizeof v);
+          (void)n;
+          arm_doorbell(d);
+          continue;
+        }
+        FileEntry& f = files[c->file];
+        if (res == -EAGAIN || res == -EINTR || (res == -EINVAL && f.direct.load())) {
+          if (res == -EINVAL) f.direct = false;
+          prep(d, c);
+          continue;
+        }
+        if (res > 0) c->done += uint64_t(res);
+        if (res > 0 && c->done < c->len) {  // short read: resume
+          prep(d, c);
+          continue;
+        }
+        in_ring--;
+        const int err = res < 0 ? -res : (c->done < c->len ? -1 : 0);
+        account(d, *c, err == 0);
+        part_done(*c, err);
+        delete c;
+      }
+    }
+  }
+};
+
+Result<std::unique_ptr<ReadEngine>> ReadEngine::create(const std::vector<DriveSpec>& drives, const EngineOptions& opts) {
+  if (drives.empty()) return error("read engine: no drives");
+  if (opts.queue_depth < 1 || opts.queue_depth > 4096) return error("read engine: queue depth {} is out of range", opts.queue_depth);
+  auto e = std::unique_ptr<ReadEngine>(new ReadEngine());
+  e->opts_ = opts;
+  e->impl_ = std::make_unique<Impl>();
+  Impl& im = *e->impl_;
+  im.opts = opts;
+  for (const auto& spec : drives) {
+    Impl::Drive& d = im.drives.emplace_back();
+    d.spec = spec;
+    d.rate = std::max(spec.rate_mb_s, 1.0) * 1e6;
+    d.st.root = spec.root;
+    if (opts.backend != Backend::Pread) {
+      d.efd = ::eventfd(0, EFD_CLOEXEC);
+      if (d.efd >= 0 && io_uring_queue_init(unsigned(opts.queue_depth + 2), &d.ring, 0) == 0) {
+        d.uring = true;
+      } else if (d.efd >= 0) {
+        ::close(d.efd);
+        d.efd = -1;
+      }
+      if (!d.uring && opts.backend == Backend::Uring) return error("read engine: io_uring is unavailable on this host");
+    }
+    d.depth = d.uring ? opts.queue_depth : std::min(opts.queue_depth, std::max(opts.pread_threads, 1));
+  }
+  for (auto& d : im.drives) {
+    if (d.uring) {
+      d.threads.emplace_back([&im, &d] { im.uring_loop(d); });
+    } else {
+      for (int i = 0; i < d.depth; ++i) d.threads.emplace_back([&im, &d] { im.pread_loop(d); });
+    }
+  }
+  return e;
+}
+
+ReadEngine::~ReadEngine() {
+  if (!impl_) return;
+  for (auto& d : impl_->drives) {
+    {
+      std::lock_guard<std::mutex> lock(d.mu);
+      d.stop = true;
+    }
+    if (d.uring) impl_->ring_doorbell(d);
+    d.cv.notify_all();
+  }
+  for (auto& d : impl_->drives) {
+    for (auto& t : d.threads) t.join();
+    if (d.uring) io_uring_queue_exit(&d.ring);
+    if (d.efd >= 0) ::close(d.efd);
+  }
+  for (auto& f : impl_->files) {
+    if (f.fd_direct >= 0) ::close(f.fd_direct);
+    if (f.fd_buffered >= 0) ::close(f.fd_buffered);
+  }
+}
+
+int ReadEngine::drive_count() const { return int(impl_->drives.size()); }
+
+std::string ReadEngine::drive_mode(int drive) const {
+  const auto& d = impl_->drives[drive];
+  bool any = false, all_direct = true;
+  for (const auto& f : impl_->files)
+    if (f.drive == drive) any = true, all_direct = all_direct && f.direct.load();
+  return fmt::format("{}+{}", d.uring ? "io_uring" : fmt::format("pread x{}", d.depth),
+                     !any ? "no files" : all_direct ? "O_DIRECT" : "buffered");
+}
+
+Result<int> ReadEngine::add_file(int drive, const std::string& path, uint64_t expected_size) {
+  if (drive < 0 || drive >= drive_count()) return error("{}: drive {} does not exist", path, drive);
+  int fb = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fb < 0) return error("drive {} ({}): {}: cannot open: {}", drive, impl_->drives[drive].spec.root, path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fb, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fb);
+    return error("drive {} ({}): {}: not a regular file", drive, impl_->drives[drive].spec.root, path);
+  }
+  if (uint64_t(st.st_size) != expected_size) {
+    ::close(fb);
+    return error("drive {} ({}): {}: size {} bytes, manifest says {} (truncated or replaced)", drive,
+                 impl_->drives[drive].spec.root, path, uint64_t(st.st_size), expected_size);
+  }
+  int fd = opts_.direct ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+  std::lock_guard<std::mutex> lock(impl_->files_mu);
+  FileEntry& f = impl_->files.emplace_back();
+  f.drive = drive;
+  f.path = path;
+  f.fd_buffered = fb;
+  f.fd_direct = fd;
+  f.direct = fd >= 0;
+  return int(impl_->files.size() - 1);
+}
+
+void ReadEngine::disable_drive(int drive) {
+  if (drive >= 0 && drive < drive_count()) impl_->drives[drive].disabled = true;
+}
+
+ReadHandle ReadEngine::submit(ReadRequest req) {
+  Impl& im = *impl_;
+  auto h = std::make_shared<ReadJob>(std::move(req));
+  ReadJob& j = *h;
+  std::vector<Chunk> parts;
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    j.tried.assign(j.req.replicas.size(), 0);
+    std::vector<size_t> ok;
+    for (size_t r = 0; r < j.req.replicas.size(); ++r) {
+      if (im.usable(j, r)) ok.push_back(r);
+      else j.tried[r] = 1;
+    }
+    if (j.req.span == 0 || j.req.span % 4096 || j.req.length > j.req.span || !j.req.dest) {
+      im.finish(j, error("{}: invalid read (span {}, length {})", j.req.label, j.req.span, j.req.length));
+      return h;
+    }
+    if (ok.size() >= 2 && j.req.span >= opts_.split_min) {
+      // Split across replicas in proportion to their drives' rates, 4 KiB pieces.
+      double total = 0;
+      std::vector<double> rate(ok.size());
+      for (size_t i = 0; i < ok.size(); ++i) {
+        auto& d = im.drives[im.files[j.req.replicas[ok[i]].file].drive];
+        std::lock_guard<std::mutex> dl(d.mu);
+        total += rate[i] = std::max(d.rate, 1.0);
+      }
+      uint64_t begin = 0;
+      double acc = 0;
+      for (size_t i = 0; i < ok.size(); ++i) {
+        acc += rate[i];
+        uint64_t end = i + 1 == ok.size() ? j.req.span : std::min<uint64_t>(j.req.span, uint64_t(double(j.req.span) * acc / total) / 4096 * 4096);
+        if (end <= begin) continue;
+        const Replica& rp = j.req.replicas[ok[i]];
+        parts.push_back(Chunk{h, rp.file, rp.offset + begin, end - begin, j.req.dest + begin, 0});
+        begin = end;
+      }
+      j.attempt = -1;
+      j.pending = int(parts.size());
+      im.split_reads++;
+    } else if (auto c = im.next_attempt(h)) {
+      parts.push_back(std::move(*c));
+    }
+  }
+  for (auto& c : parts) im.enqueue(std::move(c));
+  return h;
+}
+
+Status ReadEngine::wait(const ReadHandle& h) {
+  std::unique_lock<std::mutex> lock(h->mu);
+  for (;;) {
+    h->cv.wait(lock, [&] { return h->done || (h->verify_pending && !h->verifying); });
+    if (h->done) return h->result;
+    impl_->verify(h, lock);
+  }
+}
+
+void ReadEngine::cancel(const ReadHandle& h) {
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    if (h->done) return;
+    h->cancelled = true;
+  }
+  int removed = 0;
+  for (auto& d : impl_->drives) {
+    std::lock_guard<std::mutex> lock(d.mu);
+    for (auto& q : d.q) {
+      auto it = std::remove_if(q.begin(), q.end(), [&](const Chunk& c) { return c.job == h; });
+      removed += int(q.end() - it);
+      q.erase(it, q.end());
+    }
+  }
+  std::lock_guard<std::mutex> lock(h->mu);
+  h->pending -= removed;
+  if (h->pending == 0 && !h->done) impl_->finish(*h, error("{}: cancelled", h->req.label));
+}
+
+EngineStats ReadEngine::stats() const {
+  EngineStats s;
+  for (size_t i = 0; i < impl_->drives.size(); ++i) {
+    auto& d = impl_->drives[i];
+    std::lock_guard<std::mutex> lock(d.mu);
+    DriveStats ds = d.st;
+    if (d.inflight[0] + d.inflight[1]) ds.busy_seconds += seconds_between(d.busy_since, Clock::now());
+    ds.rate_mb_s = d.rate / 1e6;
+    s.drives.push_back(ds);
+  }
+  for (size_t i = 0; i < s.drives.size(); ++i) s.drives[i].mode = drive_mode(int(i));
+  s.reads_ok = impl_->reads_ok;
+  s.reads_failed = impl_->reads_failed;
+  s.reads_cancelled = impl_->reads_cancelled;
+  s.retries = impl_->retries;
+  s.split_reads = impl_->split_reads;
+  s.checksum_seconds = double(impl_->checksum_ns.load()) / 1e9;
+  s.checksum_bytes = impl_->checksum_bytes;
+  return s;
+}
+
+}  // namespace deltafin::io

@@ -1,0 +1,108 @@
+// The read engine: per-drive queues feeding io_uring (O_DIRECT, aligned
+// buffers) or, where io_uring is unavailable, a pread thread pool; buffered
+// reads where O_DIRECT is refused. Each read names its replicas; the engine
+// picks the drive that would finish it first ((bytes in flight + this read) /
+// measured rate), splits a large read across replicas, verifies the xxh3-128
+// of the payload, and on an I/O error or checksum mismatch retries on another
+// replica before failing with a message naming the read, drive and file.
+// Demand and prefetch have separate in-flight budgets per drive; prefetch can
+// never take the slots demand needs.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "io/aligned_arena.h"
+#include "io/checksum.h"
+
+namespace deltafin::io {
+
+enum class Backend { Auto, Uring, Pread };
+
+struct EngineOptions {
+  Backend backend = Backend::Auto;
+  bool direct = true;            // try O_DIRECT; buffered where the filesystem refuses it
+  int queue_depth = 32;          // reads in flight per drive
+  int prefetch_depth = 8;        // of which at most this many are prefetches
+  int pread_threads = 8;         // per drive, pread backend (its queue depth)
+  bool verify = true;            // check xxh3-128 of every read
+  uint64_t split_min = 8 << 20;  // reads at least this long are split across replicas
+};
+
+struct DriveSpec {
+  std::string root;
+  double rate_mb_s = 1000;  // starting estimate; learned from completed reads
+};
+
+struct Replica {
+  int file = -1;  // from add_file
+  uint64_t offset = 0;
+};
+
+struct ReadRequest {
+  std::vector<Replica> replicas;  // distinct drives; the first is the primary
+  uint64_t length = 0;            // payload bytes covered by the checksum
+  uint64_t span = 0;              // bytes to read: a multiple of 4096, >= length
+  uint8_t* dest = nullptr;        // 4096-aligned, at least span bytes
+  Purpose purpose = Purpose::Demand;
+  bool has_checksum = false;
+  Hash128 checksum;
+  std::string label;              // e.g. "layer 3 expert 17", for errors
+};
+
+struct DriveStats {
+  std::string root, mode;  // mode: "io_uring+O_DIRECT", "pread+buffered", ...
+  uint64_t bytes[2] = {0, 0}, reads[2] = {0, 0};  // by purpose
+  uint64_t io_errors = 0, checksum_errors = 0, retries_from = 0;  // retries_from: reads retried elsewhere after failing here
+  double busy_seconds = 0;  // time with at least one read in flight
+  double rate_mb_s = 0;     // current estimate (EWMA)
+};
+
+struct EngineStats {
+  std::vector<DriveStats> drives;
+  uint64_t reads_ok = 0, reads_failed = 0, reads_cancelled = 0, retries = 0, split_reads = 0;
+  double checksum_seconds = 0;
+  uint64_t checksum_bytes = 0;
+};
+
+class ReadJob;  // opaque
+using ReadHandle = std::shared_ptr<ReadJob>;
+
+class ReadEngine {
+ public:
+  static Result<std::unique_ptr<ReadEngine>> create(const std::vector<DriveSpec>& drives, const EngineOptions& opts);
+  ~ReadEngine();
+  ReadEngine(const ReadEngine&) = delete;
+  ReadEngine& operator=(const ReadEngine&) = delete;
+
+  // Opens a file on a drive and checks its size; the file id for Replica.
+  Result<int> add_file(int drive, const std::string& path, uint64_t expected_size);
+  // Marks a drive unusable (its replicas are skipped); reads then go elsewhere.
+  void disable_drive(int drive);
+
+  ReadHandle submit(ReadRequest req);
+  // Blocks until the read is finished (ok, failed or cancelled); after it
+  // returns the engine no longer touches req.dest. The checksum is computed
+  // here, in the caller's thread (the drive threads only move bytes), and a
+  // mismatch starts the retry on another copy before waiting again.
+  Status wait(const ReadHandle& h);
+  // Drops the read's queued parts; parts already inside the kernel finish
+  // into dest, and wait() returns "cancelled" once none remain.
+  void cancel(const ReadHandle& h);
+
+  EngineStats stats() const;
+  const EngineOptions& options() const { return opts_; }
+  int drive_count() const;
+  std::string drive_mode(int drive) const;
+
+  struct Impl;
+
+ private:
+  ReadEngine() = default;
+  EngineOptions opts_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deltafin::io

@@ -1,0 +1,80 @@
+// The server's model side: prompt encoding, greedy generation through the
+// output filter, and conversation state reuse (spec §9.5). One generation at
+// a time: callers hold the server's single generation permit.
+//
+// Reuse: after a chat response has been delivered, publish() keeps up to two
+// boundaries, each a Session snapshot plus the token tape it stands for: the
+// prompt (all committed), and prompt + answer (the last emitted token still
+// pending, as generate() leaves it). A later chat prompt that strictly extends
+// a tape restores that snapshot and prefills only the rest; any other request
+// drops them. No common-prefix rollback: KDA state is recurrent.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "model/model.h"
+#include "server/api_error.h"
+#include "server/output_filter.h"
+#include "server/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deltafin::server {
+
+struct EngineOptions {
+  int prefill_chunk = 64;
+  int max_context = 32768;  // prompt + max_tokens
+  bool state_reuse = true;
+};
+
+struct GenerationOutcome {
+  std::vector<Delta> deltas;
+  std::vector<int32_t> tokens;  // every generated id, the stop token included
+  std::string finish_reason;    // "stop" | "length"
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t prefill_tokens = 0, cached_tokens = 0;  // prompt_tokens = prefill + cached
+  bool cancelled = false;       // the sink asked to stop (client gone, shutdown)
+};
+
+// Called once prefill is planned (before any model work) with its token counts.
+using StartCallback = std::function<void(int64_t prefill_tokens, int64_t cached_tokens)>;
+// Receives each step's new deltas (possibly none); false cancels generation.
+using DeltaSink = std::function<bool(const std::vector<Delta>& deltas)>;
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<Model> model, tokenizer::Tokenizer tok, EngineOptions opt)
+      : model_(std::move(model)), tok_(std::move(tok)), opt_(opt) {}
+  // Loads the checkpoint's tokenizer and checks it fits the model's vocabulary.
+  static Result<std::unique_ptr<Engine>> create(std::unique_ptr<Model> model, const std::string& tokenizer_dir,
+                                                EngineOptions opt);
+
+  // Prompt ids for a request, or a 400 (bad text, over the context bound).
+  std::variant<std::vector<int32_t>, ApiError> encode(const GenRequest& req) const;
+
+  Result<GenerationOutcome> generate(const GenRequest& req, const std::vector<int32_t>& ids,
+                                     const StartCallback& on_start, const DeltaSink& sink);
+  // The last generate()'s response reached the client: keep its boundaries.
+  void publish();
+  // Drop every retained boundary.
+  void discard();
+  size_t retained_boundaries() const { return slot_.size(); }
+
+  const tokenizer::Tokenizer& tokenizer() const { return tok_; }
+  Model& model() { return *model_; }
+
+ private:
+  struct Boundary {
+    std::vector<int32_t> tape;
+    Session session;  // commits tape[0, session.length)
+  };
+  std::unique_ptr<Model> model_;
+  tokenizer::Tokenizer tok_;
+  EngineOptions opt_;
+  std::vector<Boundary> slot_;     // published, usable by the next request
+  std::vector<Boundary> pending_;  // from the last generate(), awaiting publish()
+};
+
+}  // namespace deltafin::server

@@ -1,0 +1,334 @@
+#include "server/request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+
+namespace deltafin::server {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr int kMaxJsonDepth = 64;  // deeper bodies are refused before parsing (no deep recursion)
+
+// Bracket depth outside strings; the parser rejects anything else malformed.
+bool too_deep(std::string_view s) {
+  int depth = 0;
+  bool in_str = false, esc = false;
+  for (char c : s) {
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+std::string type_name(const ojson& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
+  if (v.is_number_float()) return "number";
+  return v.type_name();
+}
+
+ApiError wrong_type(const std::string& param, const std::string& expected, const ojson& v) {
+  return bad_request(fmt::format("'{}' must be {}, got {}", param, expected, type_name(v)), param, "invalid_type");
+}
+
+ApiError unsupported(const std::string& param, const std::string& what) {
+  return bad_request(fmt::format("'{}': {}", param, what), param, "unsupported_value");
+}
+
+// A number within [lo, hi] or null.
+std::optional<ApiError> check_range(const ojson& v, const std::string& param, double lo, double hi) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_number()) return wrong_type(param, "a number or null", v);
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    return bad_request(fmt::format("'{}' must be between {} and {}", param, lo, hi), param, "invalid_value");
+  return std::nullopt;
+}
+
+// Null or a number equal to `only` (fields whose other values would change the output).
+std::optional<ApiError> check_only_number(const ojson& v, const std::string& param, double only) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_number()) return wrong_type(param, "a number or null", v);
+  if (v.get<double>() != only)
+    return unsupported(param, fmt::format("only {} is supported (greedy decoding)", only));
+  return std::nullopt;
+}
+
+// max_tokens-style integer: 1..ceiling.
+std::optional<ApiError> read_max_tokens(const ojson& v, const std::string& param, int ceiling, int& out) {
+  if (!(v.is_number_integer() || v.is_number_unsigned())) return wrong_type(param, "an integer", v);
+  if ((!v.is_number_unsigned() && v.get<int64_t>() < 1) || (v.is_number_unsigned() && v.get<uint64_t>() == 0))
+    return bad_request(fmt::format("'{}' must be at least 1", param), param, "invalid_value");
+  const uint64_t n = v.get<uint64_t>();
+  if (n > uint64_t(ceiling))
+    return bad_request(fmt::format("'{}' is {}, above this server's limit of {} (--max-tokens)", param, n, ceiling),
+                       param, "invalid_value");
+  out = int(n);
+  return std::nullopt;
+}
+
+std::string trim_lower(std::string s) {
+  auto sp = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!s.empty() && sp(s.back())) s.pop_back();
+  size_t b = 0;
+  while (b < s.size() && sp(s[b])) ++b;
+  s = s.substr(b);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<ApiError> check_content(const ojson& m, const std::string& p, bool null_ok) {
+  if (!m.contains("content")) {
+    if (null_ok) return std::nullopt;
+    return bad_request(fmt::format("'{}.content' is required", p), p + ".content", "missing_required_parameter");
+  }
+  const ojson& c = m["content"];
+  const std::string pc = p + ".content";
+  if (c.is_string()) return std::nullopt;
+  if (c.is_null()) {
+    if (null_ok) return std::nullopt;
+    return wrong_type(pc, "a string or an array of text parts", c);
+  }
+  if (!c.is_array()) return wrong_type(pc, "a string or an array of text parts", c);
+  for (size_t j = 0; j < c.size(); ++j) {
+    const ojson& part = c[j];
+    const std::string pp = fmt::format("{}[{}]", pc, j);
+    if (!part.is_object()) return wrong_type(pp, "an object", part);
+    if (!part.contains("type")) return bad_request(fmt::format("'{}.type' is required", pp), pp + ".type",
+                                                   "missing_required_parameter");
+    const ojson& t = part["type"];
+    if (!t.is_string()) return wrong_type(pp + ".type", "a string", t);
+    if (t.get<std::string>() != "text")
+      return bad_request(fmt::format("'{}.type' is '{}': only text content is supported", pp, t.get<std::string>()),
+                         pp + ".type", "unsupported_content_type");
+    for (auto it = part.begin(); it != part.end(); ++it)
+      if (it.key() != "type" && it.key() != "text")
+        return bad_request(fmt::format("'{}.{}' is not supported", pp, it.key()), pp + "." + it.key(),
+                           "unknown_parameter");
+    if (!part.contains("text") || !part["text"].is_string())
+      return bad_request(fmt::format("'{}.text' must be a string", pp), pp + ".text", "invalid_type");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_tool_calls(const ojson& v, const std::string& p) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_array()) return wrong_type(p, "an array", v);
+  for (size_t j = 0; j < v.size(); ++j) {
+    const ojson& call = v[j];
+    const std::string pp = fmt::format("{}[{}]", p, j);
+    if (!call.is_object()) return wrong_type(pp, "an object", call);
+    for (auto it = call.begin(); it != call.end(); ++it) {
+      const std::string& k = it.key();
+      const ojson& x = it.value();
+      if (k == "id") {
+        if (!x.is_string()) return wrong_type(pp + ".id", "a string", x);
+      } else if (k == "type") {
+        if (x != "function") return unsupported(pp + ".type", "only \"function\" is supported");
+      } else if (k == "index") {
+        if (!x.is_number_unsigned()) return wrong_type(pp + ".index", "a non-negative integer", x);
+      } else if (k == "function") {
+        if (!x.is_object()) return wrong_type(pp + ".function", "an object", x);
+        for (auto f = x.begin(); f != x.end(); ++f)
+          if ((f.key() != "name" && f.key() != "arguments") || !f.value().is_string())
+            return bad_request(fmt::format("'{}.function.{}' is not allowed (name and arguments, strings)", pp, f.key()),
+                               pp + ".function." + f.key(), "invalid_value");
+        if (!x.contains("name")) return bad_request(fmt::format("'{}.function.name' is required", pp),
+                                                    pp + ".function.name", "missing_required_parameter");
+      } else {
+        return bad_request(fmt::format("'{}.{}' is not supported", pp, k), pp + "." + k, "unknown_parameter");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_messages(const ojson& msgs) {
+  if (!msgs.is_array()) return wrong_type("messages", "an array", msgs);
+  if (msgs.empty()) return bad_request("'messages' must contain at least one message", "messages", "invalid_value");
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const ojson& m = msgs[i];
+    const std::string p = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return wrong_type(p, "an object", m);
+    if (!m.contains("role")) return bad_request(fmt::format("'{}.role' is required", p), p + ".role",
+                                                "missing_required_parameter");
+    if (!m["role"].is_string()) return wrong_type(p + ".role", "a string", m["role"]);
+    const std::string role = m["role"].get<std::string>();
+    std::vector<std::string> allowed;
+    if (role == "system" || role == "user") allowed = {"role", "content", "name"};
+    else if (role == "assistant") allowed = {"role", "content", "name", "reasoning_content", "tool_calls"};
+    else if (role == "tool") allowed = {"role", "content", "name", "tool_call_id"};
+    else
+      return bad_request(fmt::format("'{}.role' is '{}': supported roles are system, user, assistant, tool", p, role),
+                         p + ".role", "invalid_value");
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
+        return bad_request(fmt::format("'{}.{}' is not supported for role '{}'", p, it.key(), role),
+                           p + "." + it.key(), "unknown_parameter");
+    }
+    if (auto e = check_content(m, p, role == "assistant")) return e;
+    for (const char* k : {"name", "tool_call_id"})
+      if (m.contains(k) && !m[k].is_string()) return wrong_type(p + "." + k, "a string", m[k]);
+    if (m.contains("reasoning_content") && !m["reasoning_content"].is_string() && !m["reasoning_content"].is_null())
+      return wrong_type(p + ".reasoning_content", "a string or null", m["reasoning_content"]);
+    if (m.contains("tool_calls"))
+      if (auto e = check_tool_calls(m["tool_calls"], p + ".tool_calls")) return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Validated validate_request(RequestKind kind, std::string_view body, const ValidationLimits& limits) {
+  const bool chat = kind == RequestKind::Chat;
+  if (too_deep(body))
+    return bad_request(fmt::format("the request body nests deeper than {} levels", kMaxJsonDepth), std::nullopt,
+                       "invalid_json");
+  ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded())
+    return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
+  if (!root.is_object()) return bad_request("the request body must be a JSON object", std::nullopt, "invalid_json");
+
+  GenRequest r;
+  r.kind = kind;
+  r.max_tokens = chat ? limits.max_tokens : std::min(limits.completion_default_max_tokens, limits.max_tokens);
+  bool seen_max = false;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& k = it.key();
+    const ojson& v = it.value();
+    std::optional<ApiError> e;
+    if (k == "model") {
+      if (!v.is_null() && !v.is_string()) e = wrong_type(k, "a string", v);
+      else if (v.is_string() && v.get<std::string>() != limits.model_name) {
+        ApiError nf;
+        nf.status = 404;
+        nf.message = fmt::format("the model '{}' does not exist; this server serves '{}'", v.get<std::string>(),
+                                 limits.model_name);
+        nf.param = "model";
+        nf.code = "model_not_found";
+        return nf;
+      }
+    } else if (k == "max_tokens" || (chat && k == "max_completion_tokens")) {
+      if (v.is_null()) continue;
+      if (seen_max)
+        return bad_request("give either 'max_tokens' or 'max_completion_tokens', not both", k, "invalid_value");
+      seen_max = true;
+      e = read_max_tokens(v, k, limits.max_tokens, r.max_tokens);
+    } else if (k == "stream") {
+      if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean", v);
+      else r.stream = v.is_boolean() && v.get<bool>();
+    } else if (k == "stream_options") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) { e = wrong_type(k, "an object or null", v); }
+      else {
+        for (auto o = v.begin(); o != v.end() && !e; ++o) {
+          if (o.key() != "include_usage")
+            e = bad_request(fmt::format("'stream_options.{}' is not supported", o.key()), "stream_options." + o.key(),
+                            "unknown_parameter");
+          else if (!o.value().is_boolean()) e = wrong_type("stream_options.include_usage", "a boolean", o.value());
+          else r.include_usage = o.value().get<bool>();
+        }
+      }
+    } else if (k == "n" || (!chat && k == "best_of")) {
+      if (!v.is_null() && !(v.is_number_integer() && v.get<int64_t>() == 1))
+        e = unsupported(k, "only 1 is supported");
+    } else if (k == "temperature") {
+      e = check_range(v, k, 0, 2);
+    } else if (k == "top_p") {
+      e = check_range(v, k, 0, 1);
+    } else if (k == "frequency_penalty" || k == "presence_penalty") {
+      e = check_only_number(v, k, 0);
+    } else if (k == "user") {
+      if (!v.is_null() && !v.is_string()) e = wrong_type(k, "a string", v);
+    } else if (k == "metadata") {
+      if (!v.is_null() && !v.is_object()) e = wrong_type(k, "an object", v);
+      else if (v.is_object())
+        for (auto o = v.begin(); o != v.end() && !e; ++o)
+          if (!o.value().is_string()) e = wrong_type("metadata." + o.key(), "a string", o.value());
+    } else if (k == "logit_bias") {
+      if (!v.is_null() && !(v.is_object() && v.empty())) e = unsupported(k, "only null or {} is supported");
+    } else if (k == "seed") {
+      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
+    } else if (k == "stop") {
+      if (!v.is_null() && !(v.is_array() && v.empty())) e = unsupported(k, "stop sequences are not supported");
+    } else if (!chat && k == "prompt") {
+      if (!v.is_string()) e = wrong_type(k, "a string", v);
+      else if (v.get<std::string>().empty()) e = bad_request("'prompt' must not be empty", k, "invalid_value");
+      else r.prompt = v.get<std::string>();
+    } else if (!chat && k == "echo") {
+      if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");
+    } else if (!chat && k == "logprobs") {
+      if (!v.is_null()) e = unsupported(k, "log probabilities are not supported");
+    } else if (!chat && k == "suffix") {
+      if (!v.is_null() && v != "") e = unsupported(k, "suffixes are not supported");
+    } else if (chat && k == "messages") {
+      e = check_messages(v);
+      if (!e) r.messages = v;
+    } else if (chat && k == "logprobs") {
+      if (!v.is_null() && v != false) e = unsupported(k, "log probabilities are not supported");
+    } else if (chat && k == "top_logprobs") {
+      if (!v.is_null()) e = unsupported(k, "log probabilities are not supported");
+    } else if (chat && k == "response_format") {
+      if (!v.is_null() && v != ojson{{"type", "text"}})
+        e = unsupported(k, "only {\"type\": \"text\"} is supported");
+    } else if (chat && k == "tools") {
+      if (!v.is_null() && !(v.is_array() && v.empty())) e = unsupported(k, "tools are not supported");
+    } else if (chat && k == "tool_choice") {
+      if (!v.is_null() && v != "auto") e = unsupported(k, "only null or \"auto\" (with no tools) is supported");
+    } else if (chat && k == "parallel_tool_calls") {
+      if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean", v);
+    } else if (chat && k == "modalities") {
+      if (!v.is_null() && v != ojson::array({"text"})) e = unsupported(k, "only [\"text\"] is supported");
+    } else if (chat && (k == "audio" || k == "prediction")) {
+      if (!v.is_null()) e = unsupported(k, "only null is supported");
+    } else if (chat && k == "service_tier") {
+      if (!v.is_null() && v != "auto" && v != "default") e = unsupported(k, "only null, \"auto\" or \"default\"");
+    } else if (chat && k == "store") {
+      if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");
+    } else if (chat && k == "reasoning_effort") {
+      if (v.is_null()) continue;
+      if (!v.is_string()) { e = wrong_type(k, "a string", v); }
+      else {
+        const std::string eff = trim_lower(v.get<std::string>());
+        if (eff != "low" && eff != "high" && eff != "max")
+          e = bad_request("'reasoning_effort' must be \"low\", \"high\" or \"max\"", k, "invalid_value");
+        else r.reasoning_effort = eff;
+      }
+    } else {
+      e = bad_request(fmt::format("unrecognized request argument supplied: {}", k), k, "unknown_parameter");
+    }
+    if (e) return *e;
+  }
+  // OpenAI refuses stream_options without stream; so do we, whatever its value.
+  if (root.contains("stream_options") && !root["stream_options"].is_null() && !r.stream)
+    return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
+  if (chat && !root.contains("messages"))
+    return bad_request("'messages' is required", "messages", "missing_required_parameter");
+  if (!chat && !root.contains("prompt"))
+    return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
+
+  ojson key;
+  key["kind"] = chat ? "chat" : "completion";
+  key["max_tokens"] = r.max_tokens;
+  if (chat) {
+    key["reasoning_effort"] = r.reasoning_effort ? *r.reasoning_effort : "default";
+    key["messages"] = r.messages;
+  } else {
+    key["prompt"] = r.prompt;
+  }
+  r.memo_key = dump_json(key);
+  return r;
+}
+
+}  // namespace deltafin::server

@@ -1,0 +1,41 @@
+// Strict validation of /v1/chat/completions and /v1/completions bodies: every
+// accepted field and value is listed in docs/SERVER.md; anything else is a
+// 400 naming the field, decided before the model is entered.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+
+namespace deltafin::server {
+
+enum class RequestKind { Chat, Completion };
+
+struct ValidationLimits {
+  std::string model_name;  // the one advertised id
+  int max_tokens = 4096;   // server ceiling (--max-tokens)
+  int completion_default_max_tokens = 256;
+};
+
+struct GenRequest {
+  RequestKind kind = RequestKind::Chat;
+  std::string prompt;                     // completion
+  nlohmann::ordered_json messages;        // chat: validated, content parts kept
+  std::optional<std::string> reasoning_effort;  // chat: "low" | "high" | "max" (normalised)
+  int max_tokens = 0;
+  bool stream = false;
+  bool include_usage = false;
+  // Everything that decides the output, canonically encoded (the memo key).
+  std::string memo_key;
+};
+
+using Validated = std::variant<GenRequest, ApiError>;
+
+// `body` is the raw request body.
+Validated validate_request(RequestKind kind, std::string_view body, const ValidationLimits& limits);
+
+}  // namespace deltafin::server

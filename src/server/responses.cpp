@@ -1,0 +1,109 @@
+#include "server/responses.h"
+
+#include "server/api_error.h"
+
+namespace deltafin::server {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+bool is_chat(const ResponseMeta& m) { return m.kind == RequestKind::Chat; }
+
+ojson chunk_base(const ResponseMeta& m) {
+  ojson j;
+  j["id"] = m.id;
+  j["object"] = is_chat(m) ? "chat.completion.chunk" : "text_completion";
+  j["created"] = m.created;
+  j["model"] = m.model;
+  return j;
+}
+
+std::string frame(const ojson& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+ojson choice(const ResponseMeta& m, ojson delta_or_text, const ojson& finish) {
+  ojson c;
+  c["index"] = 0;
+  if (is_chat(m)) c["delta"] = std::move(delta_or_text);
+  else c["text"] = std::move(delta_or_text);
+  c["logprobs"] = nullptr;
+  c["finish_reason"] = finish;
+  return c;
+}
+
+std::string chunk(const ResponseMeta& m, ojson delta_or_text, const ojson& finish, bool include_usage) {
+  ojson j = chunk_base(m);
+  j["choices"] = ojson::array({choice(m, std::move(delta_or_text), finish)});
+  if (include_usage) j["usage"] = nullptr;
+  return frame(j);
+}
+
+}  // namespace
+
+ojson Usage::to_json() const {
+  ojson u;
+  u["prompt_tokens"] = prompt_tokens;
+  u["completion_tokens"] = completion_tokens;
+  u["total_tokens"] = prompt_tokens + completion_tokens;
+  u["prompt_tokens_details"] = {{"cached_tokens", cached_tokens}};
+  return u;
+}
+
+ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, const std::string& finish_reason,
+                    const Usage& usage) {
+  std::string text, reasoning, content;
+  for (const Delta& d : deltas) {
+    if (d.channel == Channel::Text) text += d.text;
+    else if (d.channel == Channel::Reasoning) reasoning += d.text;
+    else content += d.text;
+  }
+  ojson j;
+  j["id"] = m.id;
+  j["object"] = is_chat(m) ? "chat.completion" : "text_completion";
+  j["created"] = m.created;
+  j["model"] = m.model;
+  ojson c;
+  c["index"] = 0;
+  if (is_chat(m)) {
+    c["message"] = {{"role", "assistant"}, {"content", content}, {"reasoning_content", reasoning}};
+  } else {
+    c["text"] = text;
+  }
+  c["logprobs"] = nullptr;
+  c["finish_reason"] = finish_reason;
+  j["choices"] = ojson::array({c});
+  j["usage"] = usage.to_json();
+  return j;
+}
+
+std::string sse_opening(const ResponseMeta& m, bool include_usage) {
+  if (!is_chat(m)) return "";
+  return chunk(m, ojson{{"role", "assistant"}, {"content", ""}}, nullptr, include_usage);
+}
+
+std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage) {
+  if (!is_chat(m)) return chunk(m, d.text, nullptr, include_usage);
+  const char* key = d.channel == Channel::Reasoning ? "reasoning_content" : "content";
+  return chunk(m, ojson{{key, d.text}}, nullptr, include_usage);
+}
+
+std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage) {
+  return chunk(m, is_chat(m) ? ojson::object() : ojson(""), finish_reason, include_usage);
+}
+
+std::string sse_usage(const ResponseMeta& m, const Usage& usage) {
+  ojson j = chunk_base(m);
+  j["choices"] = ojson::array();
+  j["usage"] = usage.to_json();
+  return frame(j);
+}
+
+std::string sse_error(const std::string& message, const std::string& type, const std::string& code) {
+  ApiError e;
+  e.message = message;
+  e.type = type;
+  e.code = code;
+  return frame(e.to_json());
+}
+
+}  // namespace deltafin::server

@@ -1,0 +1,38 @@
+// OpenAI response bodies and SSE chunks built from deltas, so that a fresh
+// generation and a memo replay produce the same bytes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/output_filter.h"
+#include "server/request.h"
+
+namespace deltafin::server {
+
+struct ResponseMeta {
+  RequestKind kind = RequestKind::Chat;
+  std::string id, model;
+  int64_t created = 0;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  nlohmann::ordered_json to_json() const;
+};
+
+// Non-streaming body: all deltas joined per channel.
+nlohmann::ordered_json full_response(const ResponseMeta& m, const std::vector<Delta>& deltas,
+                                     const std::string& finish_reason, const Usage& usage);
+
+// SSE frames ("data: ...\n\n"). Chat opens with a role chunk; completions do not.
+std::string sse_opening(const ResponseMeta& m, bool include_usage);
+std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage);
+std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage);
+std::string sse_usage(const ResponseMeta& m, const Usage& usage);
+std::string sse_error(const std::string& message, const std::string& type, const std::string& code);
+inline const char* sse_done() { return "data: [DONE]\n\n"; }
+
+}  // namespace deltafin::server

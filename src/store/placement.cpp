@@ -1,0 +1,118 @@
+#include "store/placement.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace deltafin {
+
+Result<PlacementPlan> plan_placement(int moe_layers, int experts, uint64_t span_bytes, const std::vector<double>& rates,
+                                     const std::vector<std::pair<int, int>>& hot, uint64_t replicas) {
+  const int D = int(rates.size());
+  if (D == 0) return error("placement: no drives");
+  if (replicas > 0 && D < 2) return error("replicas need at least two --drive directories");
+  double sum = 0;
+  for (double r : rates) {
+    if (!(r > 0)) return error("placement: drive rates must be positive");
+    sum += r;
+  }
+  PlacementPlan p;
+  p.files.assign(D, std::vector<std::vector<int>>(moe_layers));
+  p.copies.assign(size_t(moe_layers) * experts, {});
+  std::vector<double> credit(D, 0), placed(D, 0);
+  for (int m = 0; m < moe_layers; ++m)
+    for (int e = 0; e < experts; ++e) {
+      for (int d = 0; d < D; ++d) credit[d] += rates[d];
+      int best = int(std::max_element(credit.begin(), credit.end()) - credit.begin());
+      credit[best] -= sum;
+      placed[best] += double(span_bytes);
+      p.copies[size_t(m) * experts + e].push_back(best);
+    }
+  uint64_t made = 0;
+  for (const auto& [m, e] : hot) {
+    if (made >= replicas) break;
+    auto& c = p.copies[size_t(m) * experts + e];
+    if (c.size() > 1) continue;
+    int best = -1;
+    double best_eta = 0;
+    for (int d = 0; d < D; ++d) {
+      if (d == c[0]) continue;
+      double eta = (placed[d] + double(span_bytes)) / rates[d];
+      if (best < 0 || eta < best_eta) best = d, best_eta = eta;
+    }
+    c.push_back(best);
+    placed[best] += double(span_bytes);
+    made++;
+  }
+  for (int m = 0; m < moe_layers; ++m)
+    for (int e = 0; e < experts; ++e)
+      for (int d : p.copies[size_t(m) * experts + e]) p.files[d][m].push_back(e);
+  return p;
+}
+
+Result<std::vector<std::pair<int, int>>> read_route_trace(const std::string& path, const std::vector<int>& moe_layers,
+                                                          int experts) {
+  std::ifstream in(path);
+  if (!in) return error("{}: cannot open the route trace", path);
+  std::map<std::pair<int, int>, uint64_t> counts;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] == '{') {  // `run --route-trace` JSON line
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception&) {
+        return error("{}:{}: not valid JSON", path, lineno);
+      }
+      if (!j.is_object() || !j.contains("layer") || !j["layer"].is_number_integer() || !j.contains("experts") ||
+          !j["experts"].is_array())
+        return error("{}:{}: expected {{\"layer\": L, \"experts\": [...]}}", path, lineno);
+      const int layer = j["layer"].get<int>();
+      auto it = std::find(moe_layers.begin(), moe_layers.end(), layer);
+      if (it == moe_layers.end()) return error("{}:{}: layer {} is not an MoE layer", path, lineno, layer);
+      for (const auto& x : j["experts"]) {
+        if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() >= experts)
+          return error("{}:{}: an expert id is out of range (0..{})", path, lineno, experts - 1);
+        counts[{int(it - moe_layers.begin()), x.get<int>()}] += 1;
+      }
+      continue;
+    }
+    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+    std::istringstream ss(line);
+    long long layer, expert, count = 1;
+    if (!(ss >> layer)) continue;  // blank line
+    if (!(ss >> expert)) return error("{}:{}: expected 'LAYER EXPERT [COUNT]'", path, lineno);
+    if (!(ss >> count)) {
+      if (!ss.eof()) return error("{}:{}: COUNT is not an integer", path, lineno);
+      count = 1;
+    }
+    std::string extra;
+    if (ss.clear(), ss >> extra) return error("{}:{}: unexpected '{}' after the count", path, lineno, extra);
+    auto it = std::find(moe_layers.begin(), moe_layers.end(), int(layer));
+    if (layer < 0 || it == moe_layers.end()) return error("{}:{}: layer {} is not an MoE layer", path, lineno, layer);
+    if (expert < 0 || expert >= experts) return error("{}:{}: expert {} is out of range (0..{})", path, lineno, expert, experts - 1);
+    if (count < 0) return error("{}:{}: negative count", path, lineno);
+    counts[{int(it - moe_layers.begin()), int(expert)}] += uint64_t(count);
+  }
+  std::vector<std::pair<std::pair<int, int>, uint64_t>> v(counts.begin(), counts.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [k, c] : v)
+    if (c > 0) out.push_back(k);
+  return out;
+}
+
+std::vector<std::pair<int, int>> default_hot_order(int moe_layers, int experts) {
+  std::vector<std::pair<int, int>> out;
+  for (int e = 0; e < experts; ++e)
+    for (int m = 0; m < moe_layers; ++m) out.push_back({m, e});
+  return out;
+}
+
+}  // namespace deltafin

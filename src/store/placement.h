@@ -1,0 +1,40 @@
+// Where each expert goes: primaries spread over drives in proportion to their
+// read rates (smooth weighted round robin, so every layer is split the same
+// way), then replicas of the hottest experts on the drive other than the
+// primary that would finish soonest given the bytes already placed there.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+#include "store/manifest.h"
+
+namespace deltafin {
+
+struct PlacementPlan {
+  // [drive][moe_index]: expert ids in file order (sorted), primaries and replicas.
+  std::vector<std::vector<std::vector<int>>> files;
+  // [moe_index * experts + e]: drive of each copy, primary first.
+  std::vector<std::vector<int>> copies;
+};
+
+// hot: (moe_index, expert) pairs in replication order; the first `replicas`
+// get a second copy. Fails if replicas > 0 with fewer than two drives.
+Result<PlacementPlan> plan_placement(int moe_layers, int experts, uint64_t span_bytes, const std::vector<double>& rates,
+                                     const std::vector<std::pair<int, int>>& hot, uint64_t replicas);
+
+// A route trace: text, one "LAYER EXPERT [COUNT]" per line (COUNT defaults to
+// 1, repeated pairs add up; '#' starts a comment), or the JSON lines `run
+// --route-trace` writes ({"pos":P,"layer":L,"experts":[...]}: each id counts 1). Returns (moe_index, expert)
+// pairs by descending count, ties by (layer, expert); pairs never routed are
+// left out. Errors name the file and line.
+Result<std::vector<std::pair<int, int>>> read_route_trace(const std::string& path, const std::vector<int>& moe_layers,
+                                                          int experts);
+
+// Without a trace: every expert, interleaving layers (expert 0 of every layer,
+// then expert 1, ...), so a count N replicates about N / layers per layer.
+std::vector<std::pair<int, int>> default_hot_order(int moe_layers, int experts);
+
+}  // namespace deltafin

@@ -1,0 +1,413 @@
+#include "store/prepare.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "io/checksum.h"
+#include "io/probe.h"
+#include "model/config.h"
+#include "model/expert_source.h"
+#include "model/weights.h"
+#include "store/fs_util.h"
+#include "store/manifest.h"
+#include "store/placement.h"
+#include "store/progress.h"
+#include "store/spine_pack.h"
+
+namespace deltafin {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+Result<std::pair<std::string, double>> parse_drive_arg(const std::string& arg) {
+  std::string dir = arg;
+  double rate = 0;
+  if (auto c = arg.rfind(':'); c != std::string::npos) {
+    const std::string tail = arg.substr(c + 1);
+    double v = 0;
+    auto [p, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), v);
+    if (ec == std::errc() && p == tail.data() + tail.size()) {
+      if (!(v > 0)) return error("--drive {}: the rate must be a positive number of MB/s", arg);
+      dir = arg.substr(0, c), rate = v;
+    }
+  }
+  if (dir.empty()) return error("--drive '{}': no directory", arg);
+  std::error_code ec;
+  fs::path abs = fs::absolute(dir, ec).lexically_normal();
+  std::string s = abs.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return std::make_pair(s, rate);
+}
+
+namespace {
+
+struct Unit {
+  std::string done_dir;
+  int pause_ms;
+  std::string record(const std::string& key) const { return (fs::path(done_dir) / (key + ".json")).string(); }
+  Result<json> load(const std::string& key) const {
+    auto t = read_small_file(record(key));
+    if (!t.ok()) return t.status();
+    try {
+      return json::parse(*t);
+    } catch (const std::exception&) {
+      return error("{}: unreadable record", record(key));
+    }
+  }
+  Status save(const std::string& key, const json& j) const {
+    DF_TRY(write_file_atomic(record(key), j.dump() + "\n"));
+    if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    return {};
+  }
+};
+
+uint64_t file_size_or_max(const std::string& path) {
+  std::error_code ec;
+  auto s = fs::file_size(path, ec);
+  return ec ? UINT64_MAX : uint64_t(s);
+}
+
+// Source identity: sizes, mtimes and SHA-256 of every top-level regular file;
+// hashes are reused from the record when size and mtime are unchanged.
+Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Unit& u, bool quiet) {
+  std::vector<std::pair<std::string, std::pair<uint64_t, int64_t>>> files;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file()) continue;
+    const uint64_t size = e.file_size();
+    const int64_t mtime = int64_t(e.last_write_time().time_since_epoch().count());
+    files.push_back({e.path().filename().string(), {size, mtime}});
+    total += size;
+  }
+  if (ec) return error("{}: cannot list: {}", dir, ec.message());
+  std::sort(files.begin(), files.end());
+  auto rec = u.load("identity");
+  if (rec.ok() && rec->is_array() && rec->size() == files.size()) {
+    std::vector<SourceFile> out;
+    for (size_t i = 0; i < files.size(); ++i) {
+      const json& r = (*rec)[i];
+      if (r.value("name", "") != files[i].first || r.value("size", uint64_t(0)) != files[i].second.first ||
+          r.value("mtime", int64_t(0)) != files[i].second.second)
+        break;
+      out.push_back({files[i].first, files[i].second.first, r.value("sha256", "")});
+    }
+    if (out.size() == files.size()) return out;
+  }
+  Progress prog("hashing checkpoint (SHA-256)", total, quiet);
+  std::vector<SourceFile> out;
+  json j = json::array();
+  for (const auto& [name, sm] : files) {
+    DF_ASSIGN(std::string sha, sha256_file((fs::path(dir) / name).string(),
+                                           [](uint64_t n, void* p) { static_cast<Progress*>(p)->add(n); }, &prog));
+    out.push_back({name, sm.first, sha});
+    j.push_back({{"name", name}, {"size", sm.first}, {"mtime", sm.second}, {"sha256", sha}});
+  }
+  prog.finish();
+  DF_TRY(u.save("identity", j));
+  return out;
+}
+
+struct ExpertTensors {
+  const TensorInfo* t[6];
+};
+
+// Writes one pack file (tmp + rename); returns each span's payload checksum.
+Result<std::vector<Hash128>> write_pack(const std::string& path, const std::vector<int>& experts,
+                                        const std::vector<ExpertTensors>& layer, uint64_t expert_bytes, uint64_t span,
+                                        Progress& prog) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return error("{}: cannot create: {}", tmp, std::strerror(errno));
+  std::vector<Hash128> sums;
+  std::vector<uint8_t> buf(span);
+  Status st;
+  for (int e : experts) {
+    std::fill(buf.begin(), buf.end(), 0);
+    uint64_t at = 0;
+    for (int k = 0; k < 6 && st.ok(); ++k) {
+      const TensorInfo* t = layer[e].t[k];
+      if (k % 2 == 1) {
+        if (const void* bad = std::memchr(t->data, kE8M0Invalid, t->nbytes))
+          st = error("{}: tensor '{}': MXFP4 scale byte 255 (NaN encoding) at byte {}", *t->file, t->name,
+                     static_cast<const uint8_t*>(bad) - t->data);
+      }
+      std::memcpy(buf.data() + at, t->data, t->nbytes);
+      at += t->nbytes;
+    }
+    if (!st.ok()) break;
+    sums.push_back(xxh3_128({buf.data(), expert_bytes}));
+    size_t done = 0;
+    while (done < span) {
+      ssize_t n = ::write(fd, buf.data() + done, span - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        st = error("{}: write failed: {}", tmp, std::strerror(errno));
+        break;
+      }
+      done += size_t(n);
+    }
+    if (!st.ok()) break;
+    prog.add(span);
+  }
+  if (st.ok() && ::fsync(fd) != 0) st = error("{}: fsync failed: {}", tmp, std::strerror(errno));
+  ::close(fd);
+  if (!st.ok()) return st;
+  DF_TRY(rename_durable(tmp, path));
+  return sums;
+}
+
+}  // namespace
+
+Status prepare_store(const PrepareOptions& o) {
+  if (o.spine == "int8")
+    return error("--spine int8: not implemented yet (the row-int8 spine needs engine kernels that do not exist); use --spine bf16");
+  if (o.spine != "bf16") return error("--spine '{}': expected bf16 or int8", o.spine);
+  if (o.drives.empty()) return error("give at least one --drive DIR");
+  std::vector<std::string> roots;
+  std::vector<double> given;
+  for (const auto& d : o.drives) {
+    DF_ASSIGN(auto pr, parse_drive_arg(d));
+    if (std::find(roots.begin(), roots.end(), pr.first) != roots.end()) return error("--drive {}: given twice", pr.first);
+    roots.push_back(pr.first);
+    given.push_back(pr.second);
+  }
+
+  // Validate the checkpoint: headers, spine shapes, every expert's six tensors.
+  DF_ASSIGN(auto ck, Checkpoint::open(o.model_dir));
+  DF_ASSIGN(ModelConfig cfg, ModelConfig::from_json(ck->config()));
+  DF_TRY(ModelWeights::bind(*ck, cfg).status());
+  DF_TRY(CheckpointExpertSource::create(*ck, cfg).status());
+  std::vector<int> moe_layers;
+  for (int l = 0; l < cfg.num_layers; ++l)
+    if (cfg.ffn[l] == FfnKind::MoE) moe_layers.push_back(l);
+  const int E = cfg.moe.num_experts, M = int(moe_layers.size());
+  static const char* kParts[3] = {"w1", "w2", "w3"};
+  std::vector<std::vector<ExpertTensors>> tensors(M, std::vector<ExpertTensors>(E));
+  uint64_t expert_bytes = 0;
+  for (int m = 0; m < M; ++m)
+    for (int e = 0; e < E; ++e) {
+      uint64_t bytes = 0;
+      for (int k = 0; k < 6; ++k) {
+        const TensorInfo* t = ck->find(expert_tensor_name(moe_layers[m], e, kParts[k / 2], k % 2 ? "weight_scale" : "weight_packed"));
+        if (!t) return error("{}: expert tensor missing for layer {} expert {}", o.model_dir, moe_layers[m], e);
+        tensors[m][e].t[k] = t;
+        bytes += t->nbytes;
+      }
+      if (expert_bytes && bytes != expert_bytes) return error("layer {} expert {}: {} bytes, others {}", moe_layers[m], e, bytes, expert_bytes);
+      expert_bytes = bytes;
+    }
+  if (M == 0 || expert_bytes == 0) return error("{}: the model has no routed experts", o.model_dir);
+  const uint64_t span = align_up(expert_bytes, kSpanAlign);
+
+  std::error_code ec;
+  const std::string out = fs::absolute(o.out_dir, ec).lexically_normal().string();
+  fs::create_directories(out, ec);
+  if (ec) return error("{}: cannot create: {}", out, ec.message());
+  const std::string prep = (fs::path(out) / ".prepare").string();
+  if (fs::exists(fs::path(out) / kManifestName)) {
+    DF_ASSIGN(Manifest old, Manifest::load(out));
+    std::error_code e2;
+    fs::remove_all(prep, e2);  // left over from a run killed after the manifest was written
+    if (!o.quiet) std::fprintf(stderr, "%s: store is already complete (remove it to prepare again)\n", out.c_str());
+    return {};
+  }
+  Unit u{(fs::path(prep) / "done").string(), o.pause_ms};
+  fs::create_directories(u.done_dir, ec);
+  if (ec) return error("{}: cannot create: {}", u.done_dir, ec.message());
+
+  // Options: a rerun must ask for the same store.
+  json opts = {{"model", fs::absolute(o.model_dir).lexically_normal().string()},
+               {"drives", roots},
+               {"rates", given},
+               {"replicate_hot", o.replicate_hot},
+               {"replicas_from", o.replicas_from},
+               {"spine", o.spine}};
+  if (!o.replicas_from.empty()) {
+    DF_ASSIGN(std::string trace, read_small_file(o.replicas_from));
+    opts["replicas_from_sha256"] = sha256_hex(trace);
+  }
+  if (auto prev = u.load("options"); prev.ok()) {
+    if (*prev != opts)
+      return error("{}: holds an interrupted prepare with different options; rerun with the same options or delete {}", out, prep);
+  } else {
+    DF_TRY(u.save("options", opts));
+  }
+
+  DF_ASSIGN(std::vector<SourceFile> identity, source_identity(o.model_dir, u, o.quiet));
+  json idj = json::array();
+  for (const auto& f : identity) idj.push_back({f.name, f.size, f.sha256});
+  const std::string store_id = sha256_hex(idj.dump() + "\n" + out).substr(0, 16);
+
+  // Drive rates: given, or a short O_DIRECT probe in each root.
+  std::vector<double> rates;
+  if (auto rec = u.load("rates"); rec.ok() && rec->is_array() && rec->size() == roots.size()) {
+    rates = rec->get<std::vector<double>>();
+  } else {
+    for (size_t d = 0; d < roots.size(); ++d) {
+      fs::create_directories(roots[d], ec);
+      if (ec) return error("--drive {}: cannot create: {}", roots[d], ec.message());
+      if (given[d] > 0) {
+        rates.push_back(given[d]);
+        continue;
+      }
+      const uint64_t block = std::min<uint64_t>(span, 4 << 20);
+      DF_ASSIGN(io::ProbeResult pr, io::probe_directory(roots[d], std::max<uint64_t>(block * 16, 32 << 20), block, 32, 0.3));
+      if (!o.quiet) std::fprintf(stderr, "drive %zu (%s): %.0f MB/s (%s probe)\n", d, roots[d].c_str(), pr.mb_s, pr.mode().c_str());
+      rates.push_back(std::max(pr.mb_s, 1.0));
+    }
+    DF_TRY(u.save("rates", json(rates)));
+  }
+
+  // Which experts get a replica.
+  std::vector<std::pair<int, int>> hot;
+  uint64_t replicas = 0;
+  const uint64_t total_experts = uint64_t(M) * E;
+  if (!o.replicas_from.empty()) {
+    DF_ASSIGN(hot, read_route_trace(o.replicas_from, moe_layers, E));
+    replicas = hot.size();
+  } else if (!o.replicate_hot.empty()) {
+    hot = default_hot_order(M, E);
+    replicas = total_experts;
+  }
+  if (!o.replicate_hot.empty() && o.replicate_hot != "all") {
+    uint64_t n = 0;
+    auto [p, e2] = std::from_chars(o.replicate_hot.data(), o.replicate_hot.data() + o.replicate_hot.size(), n);
+    if (e2 != std::errc() || p != o.replicate_hot.data() + o.replicate_hot.size())
+      return error("--replicate-hot '{}': expected a count or 'all'", o.replicate_hot);
+    replicas = std::min(replicas, n);
+  }
+  DF_ASSIGN(PlacementPlan plan, plan_placement(M, E, span, rates, hot, replicas));
+
+  // Spine pack.
+  const std::vector<SpineGroup> groups = spine_groups(*ck);
+  uint64_t total = 0;
+  for (const auto& g : groups) total += g.bytes();
+  for (const auto& per_drive : plan.files)
+    for (const auto& f : per_drive) total += f.size() * span;
+  Progress prog("writing store", total, o.quiet);
+  const std::string spine_dir = (fs::path(out) / kSpineDirName).string();
+  fs::create_directories(spine_dir, ec);
+  if (ec) return error("{}: cannot create: {}", spine_dir, ec.message());
+  std::vector<StoreFile> spine_files;
+  for (const auto& g : groups) {
+    const std::string path = (fs::path(spine_dir) / g.file).string(), key = "spine-" + g.file;
+    auto rec = u.load(key);
+    if (rec.ok() && file_size_or_max(path) == rec->value("size", uint64_t(0))) {
+      DF_ASSIGN(Hash128 h, Hash128::from_hex(rec->value("xxh3", "")));
+      spine_files.push_back({g.file, rec->value("size", uint64_t(0)), h});
+      prog.add(g.bytes());
+      continue;
+    }
+    DF_TRY(write_spine_group(g, path + ".tmp", &prog));
+    DF_TRY(fsync_path(path + ".tmp"));
+    DF_ASSIGN(Hash128 h, xxh3_128_file(path + ".tmp"));
+    const uint64_t size = file_size_or_max(path + ".tmp");
+    DF_TRY(rename_durable(path + ".tmp", path));
+    DF_TRY(u.save(key, {{"size", size}, {"xxh3", h.hex()}}));
+    spine_files.push_back({g.file, size, h});
+  }
+  {
+    const std::string idx = (fs::path(spine_dir) / "model.safetensors.index.json").string();
+    DF_TRY(write_spine_index(groups, idx + ".tmp"));
+    DF_TRY(fsync_path(idx + ".tmp"));
+    DF_TRY(rename_durable(idx + ".tmp", idx));
+    std::vector<std::string> side = spine_side_files(o.model_dir);
+    side.insert(side.begin(), "model.safetensors.index.json");
+    for (const auto& name : side) {
+      const std::string dst = (fs::path(spine_dir) / name).string();
+      if (name != "model.safetensors.index.json") {
+        DF_ASSIGN(std::string text, read_small_file((fs::path(o.model_dir) / name).string()));
+        DF_TRY(write_file_atomic(dst, text));
+      }
+      DF_ASSIGN(Hash128 h, xxh3_128_file(dst));
+      spine_files.push_back({name, file_size_or_max(dst), h});
+    }
+  }
+
+  // Expert packs: one file per (drive, MoE layer).
+  Manifest man;
+  man.store_id = store_id;
+  man.source_dir = fs::absolute(o.model_dir).lexically_normal().string();
+  man.source_files = identity;
+  man.spine_dtype = o.spine;
+  man.spine_files = spine_files;
+  man.num_layers = cfg.num_layers;
+  man.num_experts = E;
+  man.expert_bytes = expert_bytes;
+  man.span_bytes = span;
+  man.moe_layers = moe_layers;
+  man.experts.assign(total_experts, {});
+  std::vector<char> have_sum(total_experts, 0);
+  for (size_t d = 0; d < roots.size(); ++d) man.drives.push_back({roots[d], rates[d], {}});
+  for (size_t d = 0; d < roots.size(); ++d) {
+    const std::string dir = man.pack_dir(int(d));
+    fs::create_directories(dir, ec);
+    if (ec) return error("drive {} ({}): cannot create {}: {}", d, roots[d], dir, ec.message());
+    for (int m = 0; m < M; ++m) {
+      const std::vector<int>& list = plan.files[d][m];
+      if (list.empty()) continue;
+      const std::string name = fmt::format("layer-{:03d}.pack", moe_layers[m]);
+      const std::string path = (fs::path(dir) / name).string(), key = fmt::format("pack-{}-{}", d, name);
+      const uint64_t size = list.size() * span;
+      std::vector<Hash128> sums;
+      auto rec = u.load(key);
+      if (rec.ok() && file_size_or_max(path) == size && rec->value("size", uint64_t(0)) == size) {
+        for (const auto& s : rec->at("sums")) {
+          DF_ASSIGN(Hash128 h, Hash128::from_hex(s.get<std::string>()));
+          sums.push_back(h);
+        }
+        prog.add(size);
+      } else {
+        DF_ASSIGN(sums, write_pack(path, list, tensors[m], expert_bytes, span, prog));
+        json js = json::array();
+        for (const auto& h : sums) js.push_back(h.hex());
+        DF_TRY(u.save(key, {{"size", size}, {"sums", js}}));
+      }
+      if (sums.size() != list.size()) return error("{}: record lists {} checksums for {} experts", u.record(key), sums.size(), list.size());
+      const int file = int(man.drives[d].packs.size());
+      man.drives[d].packs.push_back({name, size, {}});
+      for (size_t i = 0; i < list.size(); ++i) {
+        ExpertEntry& x = man.experts[size_t(m) * E + list[i]];
+        const size_t idx = size_t(m) * E + list[i];
+        if (have_sum[idx] && !(x.xxh3 == sums[i]))
+          return error("layer {} expert {}: copies differ between drives (a source file changed during prepare?)", moe_layers[m], list[i]);
+        x.xxh3 = sums[i], have_sum[idx] = 1;
+        x.at.push_back({int(d), file, i * span});
+      }
+    }
+  }
+  // Primary first, as planned.
+  for (size_t idx = 0; idx < total_experts; ++idx) {
+    auto& at = man.experts[idx].at;
+    const int primary = plan.copies[idx][0];
+    std::stable_partition(at.begin(), at.end(), [&](const Placement& p) { return p.drive == primary; });
+  }
+  prog.finish();
+  // Round-trip check before publishing: the manifest must parse and validate.
+  const std::string text = man.to_json();
+  DF_TRY(Manifest::parse(text, "new manifest").status());
+  DF_TRY(write_file_atomic((fs::path(out) / kManifestName).string(), text));
+  fs::remove_all(prep, ec);
+  DF_TRY(fsync_path(out));
+  if (!o.quiet) {
+    uint64_t copies = 0;
+    for (const auto& x : man.experts) copies += x.at.size();
+    std::fprintf(stderr, "store %s: %llu experts (%llu replicas) on %zu drives, spine %zu files\n", out.c_str(),
+                 (unsigned long long)total_experts, (unsigned long long)(copies - total_experts), roots.size(),
+                 spine_files.size());
+  }
+  return {};
+}
+
+}  // namespace deltafin

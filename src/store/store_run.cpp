@@ -1,0 +1,68 @@
+#include "store/store_run.h"
+
+#include <filesystem>
+
+#include "io/probe.h"
+
+namespace deltafin {
+
+CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
+  auto* store = cmd->add_option("--store", o.store, "Model store written by `deltafin prepare`");
+  cmd->add_option("--verify", o.verify, "Check every expert read's xxh3-128 (on | off)")->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--io", o.io, "Store reads: auto | uring | pread")->check(CLI::IsMember({"auto", "uring", "pread"}));
+  cmd->add_option("--direct", o.direct, "O_DIRECT store reads (on | off)")->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--queue-depth", o.queue_depth, "Store reads in flight per drive")->check(CLI::Range(1, 1024));
+  cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
+  return store;
+}
+
+Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
+  DF_ASSIGN(Manifest man, Manifest::load(o.store));
+  DF_ASSIGN(auto spine, Checkpoint::open((std::filesystem::path(o.store) / kSpineDirName).string()));
+  DF_ASSIGN(ModelConfig cfg, ModelConfig::from_json(spine->config()));
+  StoreReadOptions ro;
+  ro.engine.verify = o.verify == "on";
+  ro.engine.direct = o.direct == "on";
+  ro.engine.backend = o.io == "uring" ? io::Backend::Uring : o.io == "pread" ? io::Backend::Pread : io::Backend::Auto;
+  ro.engine.queue_depth = o.queue_depth;
+  ro.engine.pread_threads = std::min(o.queue_depth, 16);
+  ro.engine.prefetch_depth = std::max(1, o.queue_depth / 4);
+  StoreModel sm;
+  DF_ASSIGN(auto src, StoreExpertSource::open(man, cfg, ro, &sm.warnings));
+  sm.source = src.get();
+  std::unique_ptr<ExpertSource> experts = std::move(src);
+  DF_ASSIGN(sm.model, Model::open_with(std::move(spine), std::move(experts), threads));
+  return sm;
+}
+
+std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall,
+                                           double wait) {
+  std::vector<std::string> out;
+  const io::EngineStats s = src.engine().stats();
+  const int qd = src.engine().options().queue_depth;
+  out.push_back(fmt::format("store: {} reads ok, {} retried on a replica, {} failed, {} split across replicas; verify {}",
+                            s.reads_ok, s.retries, s.reads_failed, s.split_reads, o.verify));
+  out.push_back(fmt::format("store: compute waited for experts {:.3f} s of {:.3f} s wall ({:.1f}%); checksum {:.3f} s for {:.1f} MB",
+                            wait, wall, wall > 0 ? 100 * wait / wall : 0.0, s.checksum_seconds, s.checksum_bytes / 1e6));
+  for (size_t d = 0; d < s.drives.size(); ++d) {
+    const auto& ds = s.drives[d];
+    const uint64_t bytes = ds.bytes[0] + ds.bytes[1];
+    const double achieved = ds.busy_seconds > 0 ? bytes / ds.busy_seconds / 1e6 : 0;
+    std::string probe = "probe skipped";
+    if (o.probe && bytes > 0) {
+      auto files = src.drive_files(int(d));
+      auto pr = io::probe_files(files, src.manifest().span_bytes, qd, 512ull << 20, 0.5, 7 + d);
+      probe = pr.ok() ? fmt::format("raw probe {:.1f} MB/s ({}, random {} KiB reads at QD {}) -> engine at {:.0f}% of probe",
+                                    pr->mb_s, pr->mode(), src.manifest().span_bytes / 1024, qd,
+                                    pr->mb_s > 0 ? 100 * achieved / pr->mb_s : 0.0)
+                      : "probe failed: " + pr.message();
+    }
+    out.push_back(fmt::format("drive {} ({}): {}; demand {:.1f} MB in {} reads, prefetch {:.1f} MB in {} reads; "
+                              "achieved {:.1f} MB/s over {:.3f} s busy; {} I/O errors, {} checksum errors; {}",
+                              d, ds.root, ds.mode, ds.bytes[0] / 1e6, ds.reads[0], ds.bytes[1] / 1e6, ds.reads[1],
+                              achieved, ds.busy_seconds, ds.io_errors, ds.checksum_errors, probe));
+  }
+  return out;
+}
+
+}  // namespace deltafin

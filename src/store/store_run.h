@@ -1,0 +1,42 @@
+// What `run` (and later `serve` / `bench`) needs to use a store: its CLI
+// options, opening the model from it, and the --stats lines.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/model.h"
+#include "store/store_source.h"
+
+namespace deltafin {
+
+struct StoreRunOptions {
+  std::string store;
+  std::string verify = "on";   // on | off
+  std::string io = "auto";     // auto | uring | pread
+  std::string direct = "on";   // on | off
+  int queue_depth = 32;
+  bool probe = true;           // with --stats: measure each drive's raw rate after the run
+};
+
+// Adds --store, --verify, --io, --direct, --queue-depth, --no-probe; returns the --store option.
+CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o);
+
+struct StoreModel {
+  std::unique_ptr<Model> model;
+  StoreExpertSource* source = nullptr;  // owned by model
+  std::vector<std::string> warnings;
+};
+
+// The spine from STORE/spine, the experts through a StoreExpertSource.
+Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads);
+
+// --stats lines: bytes per drive and purpose, achieved MB/s (bytes over busy
+// time) next to a raw O_DIRECT probe at the engine's queue depth, share of
+// wall time spent waiting for experts, checksum time, I/O mode, retries.
+std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall_seconds,
+                                           double wait_seconds);
+
+}  // namespace deltafin

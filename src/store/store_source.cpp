@@ -1,0 +1,144 @@
+#include "store/store_source.h"
+
+#include <cstring>
+#include <filesystem>
+
+namespace deltafin {
+
+namespace fs = std::filesystem;
+
+Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifest& m, const ModelConfig& cfg,
+                                                                   const StoreReadOptions& opts,
+                                                                   std::vector<std::string>* warnings) {
+  std::vector<int> moe;
+  for (int l = 0; l < cfg.num_layers; ++l)
+    if (cfg.ffn[l] == FfnKind::MoE) moe.push_back(l);
+  if (m.num_layers != cfg.num_layers || m.moe_layers != moe || m.num_experts != cfg.moe.num_experts ||
+      m.expert_bytes != cfg.expert_bytes())
+    return error("manifest does not match the spine's config.json (layers, MoE layers, experts or expert size)");
+  auto s = std::unique_ptr<StoreExpertSource>(new StoreExpertSource());
+  s->man_ = m;
+  s->cfg_ = cfg;
+  // Record offsets inside a span: w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale.
+  const uint64_t I = uint64_t(cfg.moe.expert_inter), Lt = uint64_t(cfg.moe.latent);
+  const uint64_t bytes[6] = {I * Lt / 2, I * Lt / 32, Lt * I / 2, Lt * I / 32, I * Lt / 2, I * Lt / 32};
+  uint64_t at = 0;
+  for (int k = 0; k < 6; ++k) s->part_offset_[k] = at, s->part_bytes_[k] = bytes[k], at += bytes[k];
+  if (at != m.expert_bytes) return error("manifest: expert_bytes {} != {} from the config", m.expert_bytes, at);
+
+  std::vector<io::DriveSpec> specs;
+  for (const auto& d : m.drives) specs.push_back({d.root, d.rate_mb_s});
+  DF_ASSIGN(s->engine_, io::ReadEngine::create(specs, opts.engine));
+  std::vector<std::vector<std::string>> why(m.drives.size());
+  s->file_ids_.resize(m.drives.size());
+  for (size_t d = 0; d < m.drives.size(); ++d) {
+    const std::string dir = m.pack_dir(int(d));
+    const bool root_ok = fs::is_directory(m.drives[d].root);
+    if (!root_ok) {
+      s->engine_->disable_drive(int(d));
+      if (warnings) warnings->push_back(fmt::format("drive {} ({}): root is missing; reading its experts from replicas", d, m.drives[d].root));
+    }
+    for (const auto& p : m.drives[d].packs) {
+      const std::string path = (fs::path(dir) / p.name).string();
+      if (!root_ok) {
+        s->file_ids_[d].push_back(-1);
+        why[d].push_back(fmt::format("drive {} ({}) file {}: drive root is missing", d, m.drives[d].root, path));
+        continue;
+      }
+      auto id = s->engine_->add_file(int(d), path, p.size);
+      s->file_ids_[d].push_back(id.ok() ? *id : -1);
+      why[d].push_back(id.ok() ? "" : id.message());
+      if (!id.ok() && warnings) warnings->push_back(id.message());
+    }
+  }
+  // Every expert needs at least one readable copy, or we refuse before generation.
+  for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)
+    for (int e = 0; e < m.num_experts; ++e) {
+      const ExpertEntry& x = m.experts[mi * m.num_experts + e];
+      bool any = false;
+      for (const auto& p : x.at) any = any || s->file_ids_[p.drive][p.file] >= 0;
+      if (!any) {
+        const auto& p = x.at[0];
+        return error("layer {} expert {}: no readable copy: {}", m.moe_layers[mi], e, why[p.drive][p.file]);
+      }
+    }
+  const size_t slots = size_t(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(m.num_experts), opts.arena_bytes / m.span_bytes)));
+  s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots);
+  return s;
+}
+
+StoreExpertSource::~StoreExpertSource() {
+  for (auto* p : held_) arena_->release(p);
+}
+
+std::vector<std::string> StoreExpertSource::drive_files(int drive) const {
+  std::vector<std::string> out;
+  for (size_t f = 0; f < man_.drives[drive].packs.size(); ++f)
+    if (file_ids_[drive][f] >= 0) out.push_back((fs::path(man_.pack_dir(drive)) / man_.drives[drive].packs[f].name).string());
+  return out;
+}
+
+Result<io::ReadRequest> StoreExpertSource::request(int layer, int e) const {
+  const ExpertEntry* x = man_.expert(layer, e);
+  if (!x) return error("expert {} of layer {} is not in the store", e, layer);
+  io::ReadRequest r;
+  for (const auto& p : x->at) r.replicas.push_back({file_ids_[p.drive][p.file], p.offset});
+  r.length = man_.expert_bytes;
+  r.span = man_.span_bytes;
+  r.has_checksum = true;
+  r.checksum = x->xxh3;
+  r.label = fmt::format("layer {} expert {}", layer, e);
+  return r;
+}
+
+Status StoreExpertSource::acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
+  for (auto* p : held_) arena_->release(p);
+  held_.clear();
+  if (experts.size() > arena_->max_slots())
+    return error("layer {}: a union of {} experts exceeds the read arena ({} buffers)", layer, experts.size(),
+                 arena_->max_slots());
+  std::vector<io::ReadHandle> handles;
+  Status first;
+  for (int e : experts) {
+    auto req = request(layer, e);
+    if (!req.ok()) {
+      first = req.status();
+      break;
+    }
+    uint8_t* slot = arena_->try_take(io::Purpose::Demand);
+    if (!slot) {
+      first = error("layer {}: the read arena is exhausted", layer);
+      break;
+    }
+    held_.push_back(slot);
+    req->dest = slot;
+    req->purpose = io::Purpose::Demand;
+    handles.push_back(engine_->submit(std::move(*req)));
+  }
+  if (!first.ok())
+    for (auto& h : handles) engine_->cancel(h);
+  for (auto& h : handles) {
+    Status s = engine_->wait(h);
+    if (first.ok() && !s.ok()) {
+      first = s;
+      for (auto& h2 : handles) engine_->cancel(h2);
+    }
+  }
+  if (!first.ok()) return first;
+  static const char* kNames[3] = {"w1", "w2", "w3"};
+  for (size_t i = 0; i < experts.size(); ++i) {
+    const uint8_t* base = held_[i];
+    for (int k = 1; k < 6; k += 2)
+      if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
+        return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer, experts[i],
+                     kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
+    out[i].w1 = {base + part_offset_[0], base + part_offset_[1]};
+    out[i].w2 = {base + part_offset_[2], base + part_offset_[3]};
+    out[i].w3 = {base + part_offset_[4], base + part_offset_[5]};
+    stats_.experts_acquired++;
+    stats_.bytes_touched += man_.expert_bytes;
+  }
+  return {};
+}
+
+}  // namespace deltafin

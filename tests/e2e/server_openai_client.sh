@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `deltafin serve` driven by the official openai npm package (tests/server):
+# chat and completions (streaming and not), models, 20+ refused requests,
+# 429/413/405/404, disconnects, API keys, a refused non-loopback bind,
+# conversation state reuse, and SIGTERM shutdown. Loopback only.
+# Usage: bash server_openai_client.sh <deltafin-binary> <source-dir>
+set -euo pipefail
+BIN=$(realpath "$1")
+SRC=$(realpath "$2")
+TMP=$(mktemp -d)
+SERVER_PID=""
+cleanup() {
+  if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+if [[ ! -d "$SRC/tests/server/node_modules/openai" ]]; then
+  npm ci --prefix "$SRC/tests/server" --no-audit --no-fund >/dev/null
+fi
+
+"$BIN" make-model --preset tiny --out "$TMP/tiny" --seed 7 >/dev/null
+
+# Starts a server on a free loopback port; sets SERVER_PID and PORT.
+start_server() {
+  "$BIN" serve --model "$TMP/tiny" --port 0 --threads 1 "$@" >"$TMP/server.log" 2>&1 &
+  SERVER_PID=$!
+  PORT=""
+  for _ in $(seq 1 300); do
+    PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/server.log")
+    [[ -n "$PORT" ]] && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$TMP/server.log"; echo "server exited early"; exit 1; }
+    sleep 0.1
+  done
+  cat "$TMP/server.log"; echo "server did not start"; exit 1
+}
+
+# SIGTERM: the server must stop accepting, finish, and exit 0.
+stop_server() {
+  kill -TERM "$SERVER_PID"
+  local rc=0
+  wait "$SERVER_PID" || rc=$?
+  SERVER_PID=""
+  if [[ $rc -ne 0 ]] || ! grep -q "deltafin serve: stopped" "$TMP/server.log"; then
+    cat "$TMP/server.log"; echo "server did not shut down cleanly (rc $rc)"; exit 1
+  fi
+}
+
+client() { node "$SRC/tests/server/client_test.mjs" "$@"; }
+
+start_server
+client main "http://127.0.0.1:$PORT/v1" deltafin
+# Output equals `deltafin run` for the same prompt and limit (when run takes text prompts).
+if "$BIN" run --model "$TMP/tiny" --prompt "x" --max-new 1 >/dev/null 2>&1; then
+  want=$("$BIN" run --model "$TMP/tiny" --threads 1 --prompt "Once upon a time" --max-new 12)
+  got=$(node -e 'fetch(process.argv[1], {method: "POST", body: JSON.stringify({prompt: "Once upon a time", max_tokens: 12})})
+        .then((r) => r.json()).then((j) => process.stdout.write(j.choices[0].text))' "http://127.0.0.1:$PORT/v1/completions")
+  [[ "$got" == "$want" ]] || { echo "server text differs from deltafin run: '$got' vs '$want'"; exit 1; }
+  echo "ok - completion text equals deltafin run"
+fi
+stop_server
+
+start_server --memo-entries 0
+client reuse "http://127.0.0.1:$PORT/v1" deltafin
+stop_server
+
+start_server --api-key "test-key-123" --model-name k3-test
+client auth "http://127.0.0.1:$PORT/v1" k3-test test-key-123
+stop_server
+
+# SIGTERM during a stream: the client gets an error frame, the server exits 0.
+start_server
+node "$SRC/tests/server/client_test.mjs" shutdown "http://127.0.0.1:$PORT/v1" deltafin "" "$SERVER_PID"
+rc=0
+wait "$SERVER_PID" || rc=$?
+SERVER_PID=""
+[[ $rc -eq 0 ]] && grep -q "deltafin serve: stopped" "$TMP/server.log" || { cat "$TMP/server.log"; echo "no clean exit after SIGTERM (rc $rc)"; exit 1; }
+echo "ok - server exited cleanly after SIGTERM mid-stream"
+
+# A non-loopback bind without a key is refused before anything is served.
+if "$BIN" serve --model "$TMP/tiny" --host 0.0.0.0 --port 0 >"$TMP/refuse.log" 2>&1; then
+  echo "non-loopback bind without --api-key was not refused"; exit 1
+fi
+grep -q "refusing to serve it without --api-key" "$TMP/refuse.log" || { cat "$TMP/refuse.log"; exit 1; }
+echo "ok - non-loopback bind without --api-key refused"
+echo "server_openai_client: all passed"

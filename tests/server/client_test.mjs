@@ -1,0 +1,283 @@
+// Drives a running `deltafin serve` with the official openai npm package.
+// Usage: node client_test.mjs <mode> <base-url> <model-name> [api-key]
+//   mode "main":  chat + completions (streaming and not), models list, 20+
+//                 invalid requests, one 429 of two concurrent requests,
+//                 disconnect stops generation, 413/405/404 over raw HTTP.
+//   mode "reuse": the server runs with --memo-entries 0: conversation state
+//                 reuse prefills only the new tokens and changes no output.
+//   mode "auth":  the server runs with --api-key: wrong/missing key -> 401.
+//   mode "shutdown" (extra arg: server pid): SIGTERM during a stream.
+import OpenAI from 'openai';
+import net from 'node:net';
+import assert from 'node:assert/strict';
+
+const [mode, baseURL, model, apiKey] = process.argv.slice(2);
+const client = new OpenAI({ apiKey: apiKey || 'unused', baseURL, maxRetries: 0, timeout: 60000 });
+const url = new URL(baseURL);
+let checks = 0;
+const ok = (what) => { checks++; console.log(`ok - ${what}`); };
+
+// One raw HTTP exchange on 127.0.0.1: send `bytes`, read until the server closes.
+function raw(bytes, { halfClose = true } = {}) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host: '127.0.0.1', port: Number(url.port) });
+    const chunks = [];
+    s.on('connect', () => { s.write(bytes); if (halfClose) s.end(); });
+    s.on('data', (d) => chunks.push(d));
+    s.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    s.on('error', reject);
+    s.setTimeout(20000, () => { s.destroy(); reject(new Error('raw request timed out')); });
+  });
+}
+function parseRaw(text) {
+  const [head, ...rest] = text.split('\r\n\r\n');
+  const status = Number(head.split(' ')[1]);
+  return { status, head, body: rest.join('\r\n\r\n') };
+}
+
+async function expectError(what, fn, status, { param, code, type = 'invalid_request_error' } = {}) {
+  try {
+    await fn();
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.APIError, `${what}: not an APIError: ${e}`);
+    assert.equal(e.status, status, `${what}: status ${e.status}: ${e.message}`);
+    assert.equal(typeof e.error?.message, 'string', `${what}: error.message`);
+    assert.equal(e.type, type, `${what}: type`);
+    if (param !== undefined) assert.equal(e.param, param, `${what}: param`);
+    if (code !== undefined) assert.equal(e.code, code, `${what}: code`);
+    ok(`${what} -> ${status} ${e.code} (${e.param})`);
+    return e;
+  }
+  assert.fail(`${what}: expected HTTP ${status}, got success`);
+}
+
+const chatMsgs = [{ role: 'user', content: 'Hello there' }];
+
+async function collectChat(params) {
+  const stream = await client.chat.completions.create({ model, stream: true, ...params });
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  return chunks;
+}
+
+async function mainMode() {
+  const models = await client.models.list();
+  assert.equal(models.data.length, 1);
+  assert.equal(models.data[0].id, model);
+  assert.equal((await client.models.retrieve(model)).id, model);
+  ok('models list and retrieve');
+
+  // Non-streaming chat.
+  const r = await client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 6, temperature: 0.7 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens <= 6);
+  if (r.choices[0].finish_reason === 'length') assert.equal(r.usage.completion_tokens, 6);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  ok('chat (non-streaming)');
+
+  // Streaming chat with usage; same request -> the memo replays the same output.
+  const chunks = await collectChat({ messages: chatMsgs, max_tokens: 6, stream_options: { include_usage: true } });
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  const last = chunks[chunks.length - 1];
+  assert.deepEqual(last.choices, []);
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) assert.equal(last.usage[k], r.usage[k]);
+  const fin = chunks[chunks.length - 2];
+  assert.equal(fin.choices[0].finish_reason, r.choices[0].finish_reason);
+  let content = '', reasoning = '';
+  for (const c of chunks.slice(1, -2)) {
+    assert.equal(c.usage, null);
+    assert.equal(c.choices[0].finish_reason, null);
+    content += c.choices[0].delta.content ?? '';
+    reasoning += c.choices[0].delta.reasoning_content ?? '';
+  }
+  assert.equal(content, r.choices[0].message.content);
+  assert.equal(reasoning, r.choices[0].message.reasoning_content);
+  ok('chat (streaming, include_usage) matches the non-streaming answer');
+
+  // Completions, both transports (different limits, so neither is a memo hit).
+  const c1 = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 5 });
+  assert.equal(c1.object, 'text_completion');
+  assert.equal(c1.choices[0].finish_reason, 'length');
+  assert.equal(c1.usage.completion_tokens, 5);
+  assert.equal(c1.usage.prompt_tokens, Buffer.byteLength('Once upon a time'));  // byte-level test tokenizer
+  const cs = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 9, stream: true });
+  let text = '', finish = null, n = 0;
+  for await (const c of cs) { text += c.choices[0].text; finish = c.choices[0].finish_reason ?? finish; n++; }
+  assert.equal(finish, 'length');
+  assert.ok(n >= 2);
+  ok(`completions (non-streaming and streaming): ${JSON.stringify(c1.choices[0].text)} / ${JSON.stringify(text)}`);
+
+  // Invalid requests: each refused with OpenAI's error shape, naming the field.
+  const chat = (extra) => () => client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 4, ...extra });
+  const comp = (extra) => () => client.completions.create({ model, prompt: 'hi', max_tokens: 4, ...extra });
+  await expectError('unknown field', chat({ foo: 1 }), 400, { param: 'foo', code: 'unknown_parameter' });
+  await expectError('temperature out of range', chat({ temperature: 3 }), 400, { param: 'temperature' });
+  await expectError('top_p out of range', chat({ top_p: 1.5 }), 400, { param: 'top_p' });
+  await expectError('n = 2', chat({ n: 2 }), 400, { param: 'n' });
+  await expectError('empty messages', chat({ messages: [] }), 400, { param: 'messages' });
+  await expectError('image content part', chat({ messages: [{ role: 'user', content: [
+    { type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] }),
+  400, { param: 'messages[0].content[1].type', code: 'unsupported_content_type' });
+  await expectError('unknown role', chat({ messages: [{ role: 'wizard', content: 'x' }] }), 400, { param: 'messages[0].role' });
+  await expectError('max_tokens 0', chat({ max_tokens: 0 }), 400, { param: 'max_tokens' });
+  await expectError('max_tokens over the ceiling', chat({ max_tokens: 1e9 }), 400, { param: 'max_tokens' });
+  await expectError('max_tokens and max_completion_tokens', chat({ max_completion_tokens: 3 }), 400);
+  await expectError('stream_options without stream', chat({ stream_options: { include_usage: true } }), 400,
+    { param: 'stream_options' });
+  await expectError('tools', chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 400,
+    { param: 'tools' });
+  await expectError('logprobs', chat({ logprobs: true }), 400, { param: 'logprobs' });
+  await expectError('frequency_penalty', chat({ frequency_penalty: 0.5 }), 400, { param: 'frequency_penalty' });
+  await expectError('stop sequences', chat({ stop: ['x'] }), 400, { param: 'stop' });
+  await expectError('response_format json_object', chat({ response_format: { type: 'json_object' } }), 400,
+    { param: 'response_format' });
+  await expectError('reasoning_effort medium', chat({ reasoning_effort: 'medium' }), 400, { param: 'reasoning_effort' });
+  await expectError('logit_bias', chat({ logit_bias: { 65: 5 } }), 400, { param: 'logit_bias' });
+  await expectError('user message without content', chat({ messages: [{ role: 'user' }] }), 400,
+    { param: 'messages[0].content' });
+  await expectError('wrong model', chat({ model: 'gpt-4o' }), 404, { param: 'model', code: 'model_not_found' });
+  await expectError('prompt as token array', comp({ prompt: [1, 2, 3] }), 400, { param: 'prompt' });
+  await expectError('empty prompt', comp({ prompt: '' }), 400, { param: 'prompt' });
+  await expectError('echo', comp({ echo: true }), 400, { param: 'echo' });
+  await expectError('best_of 3', comp({ best_of: 3 }), 400, { param: 'best_of' });
+  await expectError('suffix', comp({ suffix: 'end' }), 400, { param: 'suffix' });
+  await expectError('invalid JSON', () => client.post('/chat/completions', { body: '{"model":', headers: { 'Content-Type': 'application/json' } }),
+    400, { code: 'invalid_json' });
+  await expectError('unknown path', () => client.post('/embeddings', { body: { model, input: 'x' } }), 404,
+    { code: 'not_found' });
+  await expectError('GET on a POST route', () => client.get('/chat/completions'), 405, { code: 'method_not_allowed' });
+
+  // Harmless client defaults are accepted.
+  const d = await client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 6, n: 1, top_p: 1,
+    temperature: 0, presence_penalty: 0, frequency_penalty: 0, logit_bias: {}, stop: [], user: 'u', seed: 7,
+    stream: false, tools: [], response_format: { type: 'text' }, parallel_tool_calls: true, store: false });
+  assert.equal(d.choices[0].message.content, r.choices[0].message.content);
+  ok('harmless client defaults accepted, output unchanged');
+
+  // 413 before the body is read: the reply arrives although no body was sent.
+  const big = parseRaw(await raw(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+    `Content-Length: 200000000\r\n\r\n`, { halfClose: false }));
+  assert.equal(big.status, 413);
+  assert.equal(JSON.parse(big.body).error.code, 'request_too_large');
+  ok('oversize body -> 413 without the body being sent');
+
+  // Two concurrent generations: exactly one 429 (with Retry-After); health and models keep answering.
+  const long = { model, prompt: 'concurrency', max_tokens: 400 };
+  const settled = await Promise.allSettled([client.completions.create(long), (async () => {
+    await new Promise((res) => setTimeout(res, 30));
+    const h = await fetch(new URL('/health', baseURL)); assert.equal(h.status, 200);
+    const m = await client.models.list(); assert.equal(m.data[0].id, model);
+    return client.completions.create(long);
+  })()]);
+  const rejected = settled.filter((s) => s.status === 'rejected');
+  assert.equal(rejected.length, 1, JSON.stringify(settled.map((s) => s.status)));
+  assert.equal(rejected[0].reason.status, 429);
+  assert.equal(rejected[0].reason.headers.get('retry-after'), '1');
+  assert.equal(rejected[0].reason.code, 'server_busy');
+  ok('two concurrent generation requests -> exactly one 429 with Retry-After; /health and /v1/models answered');
+
+  // A client that disconnects mid-stream frees the server within a token.
+  const ac = new AbortController();
+  const s = await client.completions.create({ model, prompt: 'disconnect', max_tokens: 4000, stream: true },
+    { signal: ac.signal });
+  let got = 0;
+  try { for await (const _ of s) { if (++got === 3) ac.abort(); } } catch (e) { /* aborted */ }
+  const t0 = Date.now();
+  for (;;) {
+    try { await client.completions.create({ model, prompt: 'after', max_tokens: 1 }); break; }
+    catch (e) { if (e.status !== 429 || Date.now() - t0 > 5000) throw e; await new Promise((r) => setTimeout(r, 5)); }
+  }
+  ok(`disconnect mid-stream released the server after ${Date.now() - t0} ms`);
+}
+
+async function withHeaders(params) {
+  const { data, response } = await client.chat.completions.create(params).withResponse();
+  return { r: data, prefill: Number(response.headers.get('x-deltafin-prefill-tokens')),
+    cached: Number(response.headers.get('x-deltafin-cached-tokens')) };
+}
+
+async function reuseMode() {
+  const turn1 = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is a delta?' }];
+  const a = await withHeaders({ model, messages: turn1, max_tokens: 5 });
+  assert.equal(a.cached, 0);
+  assert.equal(a.prefill, a.r.usage.prompt_tokens);
+  const m = a.r.choices[0].message;
+  const turn2 = [...turn1, { role: 'assistant', content: m.content, reasoning_content: m.reasoning_content },
+    { role: 'user', content: 'And a fin?' }];
+  const b = await withHeaders({ model, messages: turn2, max_tokens: 7 });
+  const p1 = a.r.usage.prompt_tokens;
+  assert.ok(b.cached === p1 || b.cached === p1 + a.r.usage.completion_tokens - 1, `cached ${b.cached}`);
+  assert.equal(b.prefill, b.r.usage.prompt_tokens - b.cached);
+  assert.equal(b.r.usage.prompt_tokens_details.cached_tokens, b.cached);
+  ok(`turn 2 reused ${b.cached} tokens and prefilled only ${b.prefill} of ${b.r.usage.prompt_tokens}`);
+
+  // A raw completion drops the retained state; turn 2 again runs from scratch, same output.
+  await client.completions.create({ model, prompt: 'reset', max_tokens: 1 });
+  const c = await withHeaders({ model, messages: turn2, max_tokens: 7 });
+  assert.equal(c.cached, 0);
+  assert.equal(c.prefill, c.r.usage.prompt_tokens);
+  assert.deepEqual(c.r.choices, b.r.choices);
+  assert.deepEqual(c.r.usage.completion_tokens, b.r.usage.completion_tokens);
+  ok('turn 2 from scratch gives the same answer');
+
+  // Streaming turn 3 reuses too and matches a scratch run; an edited history gets no reuse.
+  const turn3 = [...turn2, { role: 'assistant', content: c.r.choices[0].message.content,
+    reasoning_content: c.r.choices[0].message.reasoning_content }, { role: 'user', content: 'Thanks' }];
+  const { data: st, response } = await client.chat.completions.create({ model, messages: turn3, max_tokens: 6,
+    stream: true }).withResponse();
+  assert.ok(Number(response.headers.get('x-deltafin-cached-tokens')) > 0);
+  let s3 = '';
+  for await (const ch of st) s3 += (ch.choices[0]?.delta?.reasoning_content ?? '') + '|' + (ch.choices[0]?.delta?.content ?? '');
+  const edited = [...turn3.slice(0, -1), { role: 'user', content: 'Thanks!' }];
+  const e = await withHeaders({ model, messages: edited, max_tokens: 6 });
+  assert.equal(e.cached, 0);
+  await client.completions.create({ model, prompt: 'reset', max_tokens: 1 });
+  const st2 = await client.chat.completions.create({ model, messages: turn3, max_tokens: 6, stream: true });
+  let s3b = '';
+  for await (const ch of st2) s3b += (ch.choices[0]?.delta?.reasoning_content ?? '') + '|' + (ch.choices[0]?.delta?.content ?? '');
+  assert.equal(s3b, s3);
+  ok('streaming turn 3 with reuse equals a scratch run; an edited history is not reused');
+}
+
+async function authMode() {
+  const m = await client.models.list();
+  assert.equal(m.data[0].id, model);
+  ok('right key accepted');
+  const wrong = new OpenAI({ apiKey: apiKey + 'x', baseURL, maxRetries: 0 });
+  await expectError('wrong key', () => wrong.models.list(), 401, { code: 'invalid_api_key' });
+  await expectError('wrong key on chat', () => wrong.chat.completions.create({ model, messages: chatMsgs, max_tokens: 2 }),
+    401, { code: 'invalid_api_key' });
+  const missing = parseRaw(await raw('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'));
+  assert.equal(missing.status, 401);
+  assert.equal(JSON.parse(missing.body).error.code, 'invalid_api_key');
+  ok('missing key -> 401');
+  const health = parseRaw(await raw('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'));
+  assert.equal(health.status, 200);
+  ok('health needs no key');
+}
+
+// SIGTERM while a stream is running: the stream ends with a server_error
+// frame (the client raises it) and the server exits (checked by the script).
+async function shutdownMode() {
+  const pid = Number(process.argv[6]);
+  const s = await client.completions.create({ model, prompt: 'shutdown', max_tokens: 4000, stream: true });
+  let got = 0, err = null;
+  try {
+    for await (const _ of s) { if (++got === 3) process.kill(pid, 'SIGTERM'); }
+  } catch (e) { err = e; }
+  assert.ok(err, 'the stream ended without an error frame');
+  assert.match(String(err.message), /shutting down/);
+  assert.ok(got < 4000);
+  ok(`SIGTERM mid-stream: the stream stopped after ${got} chunks with "${err.message}"`);
+}
+
+const modes = { main: mainMode, reuse: reuseMode, auth: authMode, shutdown: shutdownMode };
+try {
+  await modes[mode]();
+  console.log(`# ${mode}: ${checks} checks passed`);
+} catch (e) {
+  console.error(`not ok - ${e.stack ?? e}`);
+  process.exit(1);
+}

@@ -1,0 +1,131 @@
+// Strict request validation: accepted defaults, refused fields named in param.
+#include <gtest/gtest.h>
+
+#include "server/http.h"
+#include "server/request.h"
+
+namespace deltafin::server {
+namespace {
+
+ValidationLimits limits() {
+  ValidationLimits l;
+  l.model_name = "m";
+  l.max_tokens = 100;
+  return l;
+}
+
+ApiError refused(RequestKind k, const std::string& body) {
+  Validated v = validate_request(k, body, limits());
+  EXPECT_TRUE(std::holds_alternative<ApiError>(v)) << body;
+  return std::holds_alternative<ApiError>(v) ? std::get<ApiError>(v) : ApiError{};
+}
+
+GenRequest accepted(RequestKind k, const std::string& body) {
+  Validated v = validate_request(k, body, limits());
+  EXPECT_TRUE(std::holds_alternative<GenRequest>(v)) << body << ": "
+                                                     << (std::holds_alternative<ApiError>(v) ? std::get<ApiError>(v).message : "");
+  return std::holds_alternative<GenRequest>(v) ? std::get<GenRequest>(v) : GenRequest{};
+}
+
+constexpr auto Chat = RequestKind::Chat;
+constexpr auto Comp = RequestKind::Completion;
+
+TEST(ServerRequest, AcceptsDefaultsThatChangeNothing) {
+  GenRequest r = accepted(Chat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],
+    "temperature":1.5,"top_p":0.1,"n":1,"stop":null,"logit_bias":{},"seed":3,"user":"u","stream":true,
+    "stream_options":{"include_usage":true},"reasoning_effort":" HIGH ","max_completion_tokens":7})");
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.reasoning_effort, "high");
+  EXPECT_EQ(accepted(Chat, R"({"messages":[{"role":"user","content":"a"}]})").max_tokens, 100);
+  EXPECT_EQ(accepted(Comp, R"({"prompt":"a"})").max_tokens, 100);  // min(256, ceiling)
+}
+
+TEST(ServerRequest, MemoKeyIgnoresTransportAndSamplingOnly) {
+  const auto a = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5})").memo_key;
+  const auto b = accepted(Chat, R"({ "stream":true, "temperature":0.3, "max_tokens":5,
+                                     "messages":[ {"role":"user", "content":"a"} ] })").memo_key;
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":6})").memo_key);
+  EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"b"}],"max_tokens":5})").memo_key);
+  EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,
+                                  "reasoning_effort":"low"})").memo_key);
+  EXPECT_NE(a, accepted(Comp, R"({"prompt":"a","max_tokens":5})").memo_key);
+}
+
+TEST(ServerRequest, RefusesWhatItCannotHonour) {
+  struct Case {
+    RequestKind k;
+    const char* body;
+    const char* param;
+    int status;
+  };
+  const Case cases[] = {
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"bogus":1})", "bogus", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"temperature":-0.1})", "temperature", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"top_p":"1"})", "top_p", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":101})", "max_tokens", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":-1})", "max_tokens", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":1.5})", "max_tokens", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":18446744073709551615})", "max_tokens", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"presence_penalty":1})", "presence_penalty", 400},
+      {Chat, R"({"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]})",
+       "messages[0].content[0].type", 400},
+      {Chat, R"({"messages":[{"role":"user","content":[{"type":"text","text":"a","cache":1}]}]})",
+       "messages[0].content[0].cache", 400},
+      {Chat, R"({"messages":[{"role":"developer","content":"a"}]})", "messages[0].role", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a","weight":1}]})", "messages[0].weight", 400},
+      {Chat, R"({"messages":[{"role":"user","content":null}]})", "messages[0].content", 400},
+      {Chat, R"({"messages":"hi"})", "messages", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"model":"other"})", "model", 404},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"stream":false,"stream_options":{}})", "stream_options", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"x":1}})",
+       "stream_options.x", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"required"})", "tool_choice", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"modalities":["text","audio"]})", "modalities", 400},
+      {Chat, R"({"max_tokens":3})", "messages", 400},
+      {Comp, R"({"prompt":["a"]})", "prompt", 400},
+      {Comp, R"({"prompt":"a","messages":[]})", "messages", 400},
+      {Comp, R"({"prompt":"a","logprobs":0})", "logprobs", 400},
+      {Comp, R"({})", "prompt", 400},
+  };
+  for (const Case& c : cases) {
+    ApiError e = refused(c.k, c.body);
+    EXPECT_EQ(e.status, c.status) << c.body;
+    EXPECT_EQ(e.param.value_or("<none>"), c.param) << c.body;
+    auto j = nlohmann::json::parse(e.body());
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"].contains("type") && j["error"].contains("param") && j["error"].contains("code"));
+  }
+}
+
+TEST(ServerRequest, MalformedBodiesAreRefusedNotThrown) {
+  for (const char* b : {"", "{", "[]", "null", "\"x\"", "{\"messages\":[}", "{\"prompt\":\"\xff\"}"})
+    EXPECT_EQ(refused(Comp, b).code, "invalid_json") << b;
+  EXPECT_EQ(refused(Chat, std::string(10000, '[')).code, "invalid_json");
+}
+
+TEST(ServerHttp, ParsesHeadsStrictly) {
+  auto ok = parse_head("POST /v1/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length:  12 \r\n\r\n");
+  ASSERT_TRUE(std::holds_alternative<HttpRequest>(ok));
+  EXPECT_EQ(std::get<HttpRequest>(ok).path, "/v1/completions");
+  EXPECT_EQ(std::get<HttpRequest>(ok).content_length, 12u);
+  struct Case {
+    const char* head;
+    int status;
+  };
+  for (const Case& c : {Case{"GET / HTTP/2.0\r\n\r\n", 505}, Case{"GET  / HTTP/1.1\r\n\r\n", 400},
+                        Case{"GET http://x/ HTTP/1.1\r\n\r\n", 400}, Case{"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400},
+                        Case{"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400},
+                        Case{"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+                        Case{"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
+                        Case{"GET / HTTP/1.1\r\n folded: x\r\n\r\n", 400}}) {
+    auto r = parse_head(c.head);
+    ASSERT_TRUE(std::holds_alternative<HeadFailure>(r)) << c.head;
+    EXPECT_EQ(std::get<HeadFailure>(r).status, c.status) << c.head;
+  }
+}
+
+}  // namespace
+}  // namespace deltafin::server

@@ -1,0 +1,222 @@
+// A tiny model through `prepare` and `run --store`: bit-identical logits to
+// `run --model`, and the faults: flipped bytes (retried on a replica, else an
+// error naming expert, drive and file), a deleted drive root, a truncated pack.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "checkpoint/safetensors.h"
+#include "model/config.h"
+#include "model/expert_source.h"
+#include "store/manifest.h"
+#include "store/store_source.h"
+#include "test_models.h"
+
+namespace deltafin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+using testing::tiny_model;
+
+const std::string kBin = DELTAFIN_BINARY;
+const std::string kPrompt = "--prompt-ids 5,17,300,2,99,41,7,260,12 --max-new 6 --print-ids --threads 2";
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class StoreFaults : public ::testing::Test {
+ protected:
+  std::string dir;
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / fmt::format("deltafin-store-test-{}-{}", ::getpid(),
+                                                   ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // Prepares the tiny model (seed 11) onto `drives` drive dirs; returns the store path.
+  std::string prepare(int drives, const std::string& extra) {
+    std::string cmd = kBin + " prepare --quiet --model " + tiny_model(11) + " --out " + dir + "/store";
+    for (int d = 0; d < drives; ++d) cmd += fmt::format(" --drive {}/drive{}:{}", dir, d, 800 + 100 * d);
+    cmd += " " + extra;
+    EXPECT_EQ(run_command(cmd), 0) << cmd;
+    return dir + "/store";
+  }
+  // Runs and returns exit status; logits in dir/<tag>.bin, ids in .txt, stderr in .err.
+  int run(const std::string& source, const std::string& tag, const std::string& extra = "") {
+    return run_command(fmt::format("{} run {} {} --dump-logits {}/{}.bin {} > {}/{}.txt 2> {}/{}.err", kBin, source, kPrompt,
+                                   dir, tag, extra, dir, tag, dir, tag));
+  }
+  void expect_identical_to_model(const std::string& tag) {
+    ASSERT_EQ(run("--model " + tiny_model(11), "ref"), 0);
+    const std::string a = slurp(dir + "/ref.bin"), b = slurp(dir + "/" + tag + ".bin");
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_GT(a.size(), 0u);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0) << "logits differ";
+    EXPECT_EQ(slurp(dir + "/ref.txt"), slurp(dir + "/" + tag + ".txt"));
+  }
+  std::string err(const std::string& tag) { return slurp(dir + "/" + tag + ".err"); }
+
+  static void flip_byte(const std::string& path, uint64_t offset) {
+    int fd = ::open(path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << path;
+    uint8_t b = 0;
+    ASSERT_EQ(::pread(fd, &b, 1, off_t(offset)), 1);
+    b ^= 0x10;
+    ASSERT_EQ(::pwrite(fd, &b, 1, off_t(offset)), 1);
+    ::close(fd);
+  }
+  // Flips one byte inside the first copy of every expert of every MoE layer
+  // (a packed byte, so only the checksum can notice).
+  static void flip_every_primary(const Manifest& m) {
+    for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)
+      for (int e = 0; e < m.num_experts; ++e) {
+        const Placement& p = m.experts[mi * m.num_experts + e].at[0];
+        flip_byte((fs::path(m.pack_dir(p.drive)) / m.drives[p.drive].packs[p.file].name).string(), p.offset + 100 + e);
+      }
+  }
+};
+
+TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
+  const std::string store = prepare(3, "--replicate-hot 40");
+  for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off"}) {
+    ASSERT_EQ(run("--store " + store, "s", mode), 0) << mode << ": " << err("s");
+    expect_identical_to_model("s");
+  }
+  EXPECT_EQ(run_command(kBin + " doctor --full --store " + store + " > " + dir + "/doc.txt"), 0) << slurp(dir + "/doc.txt");
+}
+
+TEST_F(StoreFaults, StoreSourceBytesMatchCheckpoint) {
+  const std::string store = prepare(2, "--replicate-hot all");
+  auto ck = Checkpoint::open(tiny_model(11));
+  ASSERT_TRUE(ck.ok());
+  auto cfg = ModelConfig::from_json((*ck)->config());
+  ASSERT_TRUE(cfg.ok());
+  auto ref = CheckpointExpertSource::create(**ck, *cfg);
+  ASSERT_TRUE(ref.ok());
+  auto man = Manifest::load(store);
+  ASSERT_TRUE(man.ok()) << man.message();
+  for (io::Backend b : {io::Backend::Auto, io::Backend::Pread}) {
+    StoreReadOptions ro;
+    ro.engine.backend = b;
+    ro.engine.split_min = 4096;  // exercise split reads over the two copies too
+    auto src = StoreExpertSource::open(*man, *cfg, ro, nullptr);
+    ASSERT_TRUE(src.ok()) << src.message();
+    const int E = cfg->moe.num_experts, I = cfg->moe.expert_inter, Lt = cfg->moe.latent;
+    std::vector<int> ids(E);
+    for (int e = 0; e < E; ++e) ids[e] = e;
+    std::vector<ExpertWeights> a(E), r(E);
+    for (int layer : man->moe_layers) {
+      ASSERT_TRUE((*src)->acquire(layer, ids, a).ok());
+      ASSERT_TRUE((*ref)->acquire(layer, ids, r).ok());
+      for (int e = 0; e < E; ++e) {
+        EXPECT_EQ(std::memcmp(a[e].w1.packed, r[e].w1.packed, size_t(I) * Lt / 2), 0);
+        EXPECT_EQ(std::memcmp(a[e].w1.scales, r[e].w1.scales, size_t(I) * Lt / 32), 0);
+        EXPECT_EQ(std::memcmp(a[e].w2.packed, r[e].w2.packed, size_t(I) * Lt / 2), 0);
+        EXPECT_EQ(std::memcmp(a[e].w2.scales, r[e].w2.scales, size_t(I) * Lt / 32), 0);
+        EXPECT_EQ(std::memcmp(a[e].w3.packed, r[e].w3.packed, size_t(I) * Lt / 2), 0);
+        EXPECT_EQ(std::memcmp(a[e].w3.scales, r[e].w3.scales, size_t(I) * Lt / 32), 0);
+      }
+    }
+    EXPECT_GT((*src)->engine().stats().split_reads, 0u);
+  }
+}
+
+TEST_F(StoreFaults, FlippedByteIsRetriedOnReplica) {
+  const std::string store = prepare(2, "--replicate-hot all");
+  auto man = Manifest::load(store);
+  ASSERT_TRUE(man.ok());
+  flip_every_primary(*man);
+  ASSERT_EQ(run("--store " + store, "s", "--stats --no-probe"), 0) << err("s");
+  expect_identical_to_model("s");
+  EXPECT_EQ(err("s").find(" 0 retried"), std::string::npos) << err("s");  // retries happened
+  EXPECT_NE(err("s").find("retried on a replica"), std::string::npos) << err("s");
+  // doctor --full sees the damage.
+  EXPECT_NE(run_command(kBin + " doctor --full --store " + store + " > " + dir + "/doc.txt"), 0);
+  EXPECT_NE(slurp(dir + "/doc.txt").find("checksum mismatch"), std::string::npos) << slurp(dir + "/doc.txt");
+}
+
+TEST_F(StoreFaults, FlippedByteWithoutReplicaNamesExpertDriveAndFile) {
+  const std::string store = prepare(2, "");
+  auto man = Manifest::load(store);
+  ASSERT_TRUE(man.ok());
+  flip_every_primary(*man);
+  ASSERT_NE(run("--store " + store, "s"), 0);
+  const std::string e = err("s");
+  EXPECT_NE(e.find("error: layer 1 expert "), std::string::npos) << e;
+  EXPECT_NE(e.find("checksum mismatch"), std::string::npos) << e;
+  EXPECT_NE(e.find("deltafin-" + man->store_id + "/layer-001.pack"), std::string::npos) << e;
+  EXPECT_NE(e.find("drive "), std::string::npos) << e;
+  // --verify off reads the corrupt bytes without noticing: only the checksum guards them.
+  ASSERT_EQ(run("--store " + store, "nv", "--verify off"), 0) << err("nv");
+}
+
+TEST_F(StoreFaults, DeletedDriveRoot) {
+  {
+    const std::string store = prepare(2, "--replicate-hot all");
+    fs::remove_all(dir + "/drive1");
+    ASSERT_EQ(run("--store " + store, "s"), 0) << err("s");
+    expect_identical_to_model("s");
+    EXPECT_NE(err("s").find("root is missing"), std::string::npos) << err("s");
+    EXPECT_NE(run_command(kBin + " doctor --store " + store + " > " + dir + "/doc.txt"), 0);
+  }
+  fs::remove_all(dir + "/store");
+  fs::remove_all(dir + "/drive0");
+  {
+    const std::string store = prepare(2, "");
+    fs::remove_all(dir + "/drive1");
+    ASSERT_NE(run("--store " + store, "s"), 0);
+    EXPECT_TRUE(slurp(dir + "/s.txt").empty()) << "generated before failing";
+    const std::string e = err("s");
+    EXPECT_NE(e.find("no readable copy"), std::string::npos) << e;
+    EXPECT_NE(e.find(dir + "/drive1"), std::string::npos) << e;
+    EXPECT_NE(e.find("expert"), std::string::npos) << e;
+  }
+}
+
+TEST_F(StoreFaults, TruncatedPackIsReportedByDoctorAndRun) {
+  const std::string store = prepare(2, "");
+  auto man = Manifest::load(store);
+  ASSERT_TRUE(man.ok());
+  const std::string pack = (fs::path(man->pack_dir(0)) / man->drives[0].packs[0].name).string();
+  ASSERT_EQ(::truncate(pack.c_str(), off_t(man->drives[0].packs[0].size - 4096)), 0);
+  EXPECT_NE(run_command(kBin + " doctor --store " + store + " > " + dir + "/doc.txt"), 0);
+  const std::string doc = slurp(dir + "/doc.txt");
+  EXPECT_NE(doc.find("truncated"), std::string::npos) << doc;
+  EXPECT_NE(doc.find(pack), std::string::npos) << doc;
+  ASSERT_NE(run("--store " + store, "s"), 0);
+  EXPECT_NE(err("s").find(pack), std::string::npos) << err("s");
+  EXPECT_NE(err("s").find("truncated"), std::string::npos) << err("s");
+  EXPECT_TRUE(slurp(dir + "/s.txt").empty());
+}
+
+TEST_F(StoreFaults, IncompleteStoreIsRefused) {
+  const std::string store = prepare(2, "");
+  fs::remove(store + "/manifest.json");
+  fs::create_directories(store + "/.prepare");
+  ASSERT_NE(run("--store " + store, "s"), 0);
+  EXPECT_NE(err("s").find("incomplete"), std::string::npos) << err("s");
+  EXPECT_NE(run_command(kBin + " doctor --store " + store + " > /dev/null"), 0);
+}
+
+TEST_F(StoreFaults, SpineInt8IsAnHonestError) {
+  std::string cmd = kBin + " prepare --quiet --model " + tiny_model(11) + " --out " + dir + "/s8 --drive " + dir +
+                    "/d:100 --spine int8 2> " + dir + "/p.err";
+  EXPECT_NE(run_command(cmd), 0);
+  EXPECT_NE(slurp(dir + "/p.err").find("not implemented yet"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/s8/manifest.json"));
+}
+
+}  // namespace
+}  // namespace deltafin

@@ -1,0 +1,125 @@
+// Manifest round trip and validation, placement proportions, route traces.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "store/manifest.h"
+#include "store/placement.h"
+
+namespace deltafin {
+namespace {
+
+Manifest sample() {
+  Manifest m;
+  m.store_id = "abc123";
+  m.source_dir = "/src";
+  m.source_files = {{"config.json", 10, std::string(64, 'a')}};
+  m.spine_files = {{"spine-embed.safetensors", 100, {1, 2}}};
+  m.num_layers = 3;
+  m.num_experts = 2;
+  m.expert_bytes = 5000;
+  m.span_bytes = 8192;
+  m.moe_layers = {1, 2};
+  m.drives = {{"/d0", 1000, {{"layer-001.pack", 8192 * 2, {}}, {"layer-002.pack", 8192, {}}}},
+              {"/d1", 500, {{"layer-002.pack", 8192 * 2, {}}}}};
+  m.experts = {{{1, 1}, {{0, 0, 0}}}, {{2, 2}, {{0, 0, 8192}}}, {{3, 3}, {{0, 1, 0}, {1, 0, 0}}}, {{4, 4}, {{1, 0, 8192}}}};
+  return m;
+}
+
+TEST(StoreManifest, RoundTrip) {
+  Manifest m = sample();
+  auto p = Manifest::parse(m.to_json(), "t");
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->to_json(), m.to_json());
+  EXPECT_EQ(p->expert(2, 0)->at.size(), 2u);
+  EXPECT_EQ(p->expert(2, 0)->xxh3, (Hash128{3, 3}));
+  EXPECT_EQ(p->expert(0, 0), nullptr);  // dense layer
+  EXPECT_EQ(p->pack_dir(1), "/d1/deltafin-abc123");
+}
+
+TEST(StoreManifest, RejectsInconsistentPlacements) {
+  auto expect_error = [](Manifest m, const char* what) {
+    auto p = Manifest::parse(m.to_json(), "t");
+    ASSERT_FALSE(p.ok()) << what;
+    EXPECT_NE(p.message().find(what), std::string::npos) << p.message();
+  };
+  Manifest m = sample();
+  m.experts[1].at[0].offset = 4096;
+  expect_error(m, "overlap");
+  m = sample();
+  m.experts[1].at[0].offset = 100;
+  expect_error(m, "not 4 KiB aligned");
+  m = sample();
+  m.experts[3].at[0].offset = 8192 * 2;
+  expect_error(m, "runs past the end");
+  m = sample();
+  m.experts[2].at[1].drive = 0;
+  expect_error(m, "same drive");
+  m = sample();
+  m.experts[0].at[0].drive = 7;
+  expect_error(m, "no such drive");
+  m = sample();
+  m.experts[0].at.clear();
+  expect_error(m, "no placement");
+  m = sample();
+  m.version = 2;
+  expect_error(m, "version 2 is not supported");
+  m = sample();
+  m.span_bytes = 4096;
+  expect_error(m, "inconsistent");
+  EXPECT_FALSE(Manifest::parse("{\"format\": \"deltafin-store\"}", "t").ok());
+  EXPECT_FALSE(Manifest::parse("[", "t").ok());
+}
+
+TEST(StorePlacement, ProportionalToRatesWithReplicasOnOtherDrives) {
+  auto p = plan_placement(4, 100, 4096, {3000, 1000}, default_hot_order(4, 100), 40);
+  ASSERT_TRUE(p.ok()) << p.message();
+  for (int m = 0; m < 4; ++m) {
+    int on0 = 0;
+    for (int e = 0; e < 100; ++e) on0 += p->copies[m * 100 + e][0] == 0;
+    EXPECT_NEAR(on0, 75, 1) << "layer " << m;
+  }
+  int replicated = 0;
+  for (const auto& c : p->copies) {
+    if (c.size() == 2) {
+      replicated++;
+      EXPECT_NE(c[0], c[1]);
+    }
+  }
+  EXPECT_EQ(replicated, 40);
+  // Hot order interleaves layers: 40 replicas = experts 0..9 of each layer.
+  for (int m = 0; m < 4; ++m) EXPECT_EQ(p->copies[m * 100 + 9].size(), 2u);
+  EXPECT_FALSE(plan_placement(1, 4, 4096, {1000}, default_hot_order(1, 4), 1).ok());  // replicas need 2 drives
+}
+
+TEST(StoreRouteTrace, BothFormatsAndErrors) {
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("route-{}.txt", ::getpid())).string();
+  {
+    std::ofstream f(path);
+    f << "# layer expert count\n1 5 3\n2 7\n\n2 7\n{\"pos\":0,\"layer\":1,\"experts\":[9,5]}\n";
+  }
+  auto t = read_route_trace(path, {1, 2}, 16);
+  ASSERT_TRUE(t.ok()) << t.message();
+  ASSERT_EQ(t->size(), 3u);
+  EXPECT_EQ((*t)[0], std::make_pair(0, 5));  // 3 + 1
+  EXPECT_EQ((*t)[1], std::make_pair(1, 7));  // 2
+  EXPECT_EQ((*t)[2], std::make_pair(0, 9));  // 1
+  {
+    std::ofstream f(path);
+    f << "1 5\n0 3\n";
+  }
+  auto bad = read_route_trace(path, {1, 2}, 16);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find(":2: layer 0 is not an MoE layer"), std::string::npos) << bad.message();
+  {
+    std::ofstream f(path);
+    f << "1 99\n";
+  }
+  EXPECT_FALSE(read_route_trace(path, {1, 2}, 16).ok());
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace deltafin
