@@ -13,17 +13,27 @@ ARGS=(prepare --quiet --model "$T/model" --out "$T/store" --drive "$T/d0:900" --
 kills=0
 for round in $(seq 1 20); do
   [[ $kills -ge 6 ]] && break
-  delay_ms=$(( 100 + (RANDOM % 30) * 10 ))
+  # Kill once 1-2 more units are recorded (so the kill lands mid-prepare on a
+  # fast or a slow machine alike), or at a random early moment on odd rounds.
+  units() { { ls "$T/store/.prepare/done" 2> /dev/null || true; } | wc -l; }
+  target=$(( $(units) + 1 + RANDOM % 2 ))
+  early=$(( round % 2 ? 1 + RANDOM % 8 : 0 ))
   "$BIN" "${ARGS[@]}" & pid=$!
-  sleep "$(printf '0.%03d' "$delay_ms")"
+  for _ in $(seq 1 1000); do
+    sleep 0.01
+    kill -0 "$pid" 2> /dev/null || break
+    if (( early > 0 )); then early=$((early - 1)); (( early == 0 )) && break; continue; fi
+    (( $(units) >= target )) && break
+  done
+  delay_ms="(after $(units) units)"
   kill -9 "$pid" 2> /dev/null || true
   wait "$pid" 2> /dev/null || true
   if [[ -f "$T/store/manifest.json" ]]; then
-    echo "round $round: prepare finished before the SIGKILL at ${delay_ms} ms"
+    echo "round $round: prepare finished before the SIGKILL ${delay_ms}"
     break
   fi
   kills=$((kills + 1))
-  echo "round $round: SIGKILL after ${delay_ms} ms; $(ls "$T/store/.prepare/done" 2> /dev/null | wc -l) units recorded"
+  echo "round $round: SIGKILL ${delay_ms}"
   # Incomplete: refused by run and doctor.
   if "$BIN" run --store "$T/store" --prompt-ids 1,2 --max-new 1 > /dev/null 2> "$T/err"; then
     echo "FAIL: run accepted an incomplete store"; exit 1
