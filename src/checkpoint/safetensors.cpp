@@ -1,5 +1,7 @@
 #include "checkpoint/safetensors.h"
 
+#include "core/files.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -90,13 +92,6 @@ struct DuplicateKeyFinder : nlohmann::json_sax<nlohmann::json> {
   }
 };
 
-Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("{}: cannot open", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -213,7 +208,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
   auto ck = std::unique_ptr<Checkpoint>(new Checkpoint());
   ck->dir_ = dir;
   const std::string config_path = (fs::path(dir) / "config.json").string();
-  DF_ASSIGN(std::string config_text, read_text_file(config_path));
+  DF_ASSIGN(std::string config_text, read_file(config_path));
   try {
     ck->config_ = nlohmann::json::parse(config_text);
   } catch (const nlohmann::json::exception& e) {
@@ -225,7 +220,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
   std::vector<std::string> shard_names;
   nlohmann::json weight_map;
   if (fs::exists(index_path)) {
-    DF_ASSIGN(std::string index_text, read_text_file(index_path));
+    DF_ASSIGN(std::string index_text, read_file(index_path));
     nlohmann::json index;
     try {
       index = nlohmann::json::parse(index_text);

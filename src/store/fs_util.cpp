@@ -52,12 +52,5 @@ Status write_file_atomic(const std::string& path, const std::string& contents) {
   return rename_durable(tmp, path);
 }
 
-Result<std::string> read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("{}: cannot open", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace deltafin

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "core/files.h"
 #include "core/result.h"
 
 namespace deltafin {
@@ -11,6 +12,5 @@ namespace deltafin {
 Status write_file_atomic(const std::string& path, const std::string& contents);
 Status fsync_path(const std::string& path);  // a file or a directory
 Status rename_durable(const std::string& from, const std::string& to);
-Result<std::string> read_small_file(const std::string& path);
 
 }  // namespace deltafin

@@ -56,7 +56,7 @@ struct Unit {
   int pause_ms;
   std::string record(const std::string& key) const { return (fs::path(done_dir) / (key + ".json")).string(); }
   Result<json> load(const std::string& key) const {
-    auto t = read_small_file(record(key));
+    auto t = read_file(record(key));
     if (!t.ok()) return t.status();
     try {
       return json::parse(*t);
@@ -234,7 +234,7 @@ Status prepare_store(const PrepareOptions& o) {
                {"replicas_from", o.replicas_from},
                {"spine", o.spine}};
   if (!o.replicas_from.empty()) {
-    DF_ASSIGN(std::string trace, read_small_file(o.replicas_from));
+    DF_ASSIGN(std::string trace, read_file(o.replicas_from));
     opts["replicas_from_sha256"] = sha256_hex(trace);
   }
   if (auto prev = u.load("options"); prev.ok()) {
@@ -327,7 +327,7 @@ Status prepare_store(const PrepareOptions& o) {
     for (const auto& name : side) {
       const std::string dst = (fs::path(spine_dir) / name).string();
       if (name != "model.safetensors.index.json") {
-        DF_ASSIGN(std::string text, read_small_file((fs::path(o.model_dir) / name).string()));
+        DF_ASSIGN(std::string text, read_file((fs::path(o.model_dir) / name).string()));
         DF_TRY(write_file_atomic(dst, text));
       }
       DF_ASSIGN(Hash128 h, xxh3_128_file(dst));

@@ -1,5 +1,7 @@
 #include "tokenizer/rank_file.h"
 
+#include "core/files.h"
+
 #include <array>
 #include <charconv>
 #include <fstream>
@@ -128,12 +130,8 @@ Result<std::vector<std::string>> parse_rank_file(std::string_view contents, cons
 }
 
 Result<std::vector<std::string>> read_rank_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("{}: cannot open rank file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return error("{}: read error", path);
-  return parse_rank_file(ss.str(), path);
+  DF_ASSIGN(std::string contents, read_file(path));
+  return parse_rank_file(contents, path);
 }
 
 }  // namespace deltafin::tokenizer

@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
+#include "core/files.h"
+
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,14 +21,6 @@ constexpr size_t kKimiSliceChars = 400000;
 constexpr size_t kKimiMaxRun = 25000;
 constexpr uint32_t kReservedSpecials = 256;
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("{}: cannot open", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return error("{}: read error", path);
-  return ss.str();
-}
 
 // Kimi's _split_whitespaces_or_nonwhitespaces over one slice: cut whenever a
 // run of same-class characters would exceed kKimiMaxRun. Offsets are bytes.
