@@ -15,6 +15,27 @@ void situ_rows(const float* g, const float* u, size_t n, const ModelConfig& cfg,
   for (size_t i = 0; i < n; ++i) out[i] = ops::situ(g[i], u[i], cfg.situ_beta, cfg.situ_linear_beta);
 }
 
+// One routed expert over the rows routed to it: gathers their latents, runs
+// W2 · SiTU(W1 x, W3 x), and writes each row's result into its route slot.
+void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, int expert, const int* ids, size_t TK,
+                const float* lat, float* slots, ThreadPool* pool, std::vector<size_t>& rows, std::vector<float>& buf) {
+  const size_t K = cfg.moe.top_k, LT = cfg.moe.latent, I = cfg.moe.expert_inter;
+  rows.clear();
+  for (size_t i = 0; i < TK; ++i)
+    if (ids[i] == expert) rows.push_back(i);
+  const size_t n = rows.size();
+  float* xe = Scratch::take(buf, n * (2 * LT + 2 * I));
+  float* h1 = xe + n * LT;
+  float* h3 = h1 + n * I;
+  float* he = h3 + n * I;
+  for (size_t r = 0; r < n; ++r) std::copy(lat + (rows[r] / K) * LT, lat + (rows[r] / K + 1) * LT, xe + r * LT);
+  kernels::matmul_mxfp4(ew.w1.packed, ew.w1.scales, I, LT, xe, n, h1, pool);
+  kernels::matmul_mxfp4(ew.w3.packed, ew.w3.scales, I, LT, xe, n, h3, pool);
+  situ_rows(h1, h3, n * I, cfg, h1);
+  kernels::matmul_mxfp4(ew.w2.packed, ew.w2.scales, LT, I, h1, n, he, pool);
+  for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, slots + rows[r] * LT);
+}
+
 }  // namespace
 
 void dense_ffn(const ModelConfig& cfg, const LayerWeights& w, const float* x, size_t T, float* out, Scratch& s,
@@ -55,15 +76,11 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
                float* out, Scratch& s, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
                int64_t start_pos) {
   const auto& m = cfg.moe;
-  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent, I = m.expert_inter,
+  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent,
                SI = m.shared_inter();
   float* logits = Scratch::take(s.a, T * E);
   float* lat = Scratch::take(s.b, T * LT);
   float* slots = Scratch::take(s.c, T * K * LT);  // each (row, route slot)'s expert output
-  float* xe = Scratch::take(s.d, T * LT);
-  float* h1 = Scratch::take(s.e, T * I);
-  float* h3 = Scratch::take(s.f, T * I);
-  float* he = Scratch::take(s.g, T * LT);
   ops::matmul(w.router, x, T, logits, pool);
   ops::matmul(w.latent_down, x, T, lat, pool);
 
@@ -92,17 +109,27 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     stats->bytes += uni.size() * cfg.expert_bytes();
   }
 
-  for (size_t u = 0; u < uni.size(); ++u) {
-    rows.clear();
-    for (size_t i = 0; i < T * K; ++i)
-      if (ids[i] == uni[u]) rows.push_back(i);
-    const size_t n = rows.size();
-    for (size_t r = 0; r < n; ++r) std::copy(lat + (rows[r] / K) * LT, lat + (rows[r] / K + 1) * LT, xe + r * LT);
-    kernels::matmul_mxfp4(ew[u].w1.packed, ew[u].w1.scales, I, LT, xe, n, h1, pool);
-    kernels::matmul_mxfp4(ew[u].w3.packed, ew[u].w3.scales, I, LT, xe, n, h3, pool);
-    situ_rows(h1, h3, n * I, cfg, h1);
-    kernels::matmul_mxfp4(ew[u].w2.packed, ew[u].w2.scales, LT, I, h1, n, he, pool);
-    for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, slots + rows[r] * LT);
+  // Few rows per expert (decode, short verify blocks): give each thread whole
+  // experts, so small products do not pay a thread hand-off each. Many rows
+  // per expert (prefill): split each product's output rows over the threads.
+  // Either way every value is the kernel contract's, so tokens cannot change.
+  const bool by_expert = pool && pool->size() > 1 && uni.size() >= 2 * size_t(pool->size()) &&
+                         T * K <= 4 * uni.size();
+  if (by_expert) {
+    // The workers must see this thread's route buffers: thread_local names
+    // would resolve to the worker's own (empty) copies inside the lambda.
+    const ExpertWeights* weights = ew.data();
+    const int* experts = uni.data();
+    const int* routed = ids.data();
+    pool->parallel_for(uni.size(), 1, [&, weights, experts, routed](size_t u0, size_t u1) {
+      thread_local std::vector<size_t> my_rows;
+      thread_local std::vector<float> my_buf;
+      for (size_t u = u0; u < u1; ++u)
+        run_expert(cfg, weights[u], experts[u], routed, T * K, lat, slots, nullptr, my_rows, my_buf);
+    });
+  } else {
+    for (size_t u = 0; u < uni.size(); ++u)
+      run_expert(cfg, ew[u], uni[u], ids.data(), T * K, lat, slots, pool, rows, s.h);
   }
 
   // Combine in route order: acc = acc + (w_i * h_i), then the latent norm.
