@@ -38,15 +38,21 @@ void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, int expert, con
 
 }  // namespace
 
+// out = down · SiTU(gate · x, up · x): the dense FFN and the fused shared experts.
+void situ_mlp(const ModelConfig& cfg, const Matrix& gate, const Matrix& up, const Matrix& down, const float* x,
+              size_t T, float* out, std::vector<float>& gbuf, std::vector<float>& ubuf, ThreadPool* pool) {
+  const size_t I = size_t(gate.rows);
+  float* g = Scratch::take(gbuf, T * I);
+  float* u = Scratch::take(ubuf, T * I);
+  ops::matmul(gate, x, T, g, pool);
+  ops::matmul(up, x, T, u, pool);
+  situ_rows(g, u, T * I, cfg, g);
+  ops::matmul(down, g, T, out, pool);
+}
+
 void dense_ffn(const ModelConfig& cfg, const LayerWeights& w, const float* x, size_t T, float* out, Scratch& s,
                ThreadPool* pool) {
-  const size_t I = cfg.dense_inter;
-  float* g = Scratch::take(s.a, T * I);
-  float* u = Scratch::take(s.b, T * I);
-  ops::matmul(w.gate_proj, x, T, g, pool);
-  ops::matmul(w.up_proj, x, T, u, pool);
-  situ_rows(g, u, T * I, cfg, g);
-  ops::matmul(w.down_proj, g, T, out, pool);
+  situ_mlp(cfg, w.gate_proj, w.up_proj, w.down_proj, x, T, out, s.a, s.b, pool);
 }
 
 void route(const float* logits, const float* bias, int E, int k, int* experts, float* weights) {
@@ -76,8 +82,7 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
                float* out, Scratch& s, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
                int64_t start_pos) {
   const auto& m = cfg.moe;
-  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent,
-               SI = m.shared_inter();
+  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent;
   float* logits = Scratch::take(s.a, T * E);
   float* lat = Scratch::take(s.b, T * LT);
   float* slots = Scratch::take(s.c, T * K * LT);  // each (row, route slot)'s expert output
@@ -147,13 +152,8 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   ops::matmul(w.latent_up, acc, T, out, pool);
 
   // Fused shared experts on the full-width input.
-  float* sg = Scratch::take(s.e, T * SI);
-  float* su = Scratch::take(s.f, T * SI);
   float* sh = Scratch::take(s.g, T * H);
-  ops::matmul(w.shared_gate, x, T, sg, pool);
-  ops::matmul(w.shared_up, x, T, su, pool);
-  situ_rows(sg, su, T * SI, cfg, sg);
-  ops::matmul(w.shared_down, sg, T, sh, pool);
+  situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
   for (size_t i = 0; i < T * H; ++i) out[i] = out[i] + sh[i];
   return {};
 }
