@@ -6,10 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench/run_record.h"
 #include "cli/command.h"
 #include "cli/prompt_input.h"
 #include "generate/greedy.h"
 #include "model/model.h"
+#include "store/fs_util.h"
 #include "store/store_run.h"
 
 namespace deltafin::cli {
@@ -24,6 +26,7 @@ struct RunOptions {
   int prefill_chunk = 64;
   std::string dump_logits;
   std::string route_trace;
+  std::string stats_json;
   bool stats = false;
   bool print_ids = false;
   StoreRunOptions store;  // --store and its read options
@@ -55,7 +58,34 @@ void write_route_trace(std::FILE* f, int64_t pos0, int layer, size_t rows, int k
   }
 }
 
+// Expert bytes the source has fetched so far: read from the drives (store) or
+// touched in the mapping (model).
+uint64_t expert_bytes_read(const StoreModel& sm) {
+  if (!sm.source) return sm.model->experts().stats().bytes_touched;
+  uint64_t n = 0;
+  for (const auto& d : sm.source->engine().stats().drives) n += d.bytes[0] + d.bytes[1];
+  return n;
+}
+
+void describe_source(const StoreModel& sm, bench::RunRecord& rec) {
+  const ModelConfig& cfg = sm.model->config();
+  rec.source = sm.source ? "store" : "model";
+  rec.unit_bytes = sm.source ? sm.source->manifest().span_bytes : cfg.expert_bytes();
+  rec.cold_bytes_per_token = uint64_t(cfg.moe.top_k) * uint64_t(cfg.num_moe_layers()) * rec.unit_bytes;
+  if (!sm.source) {
+    rec.io_mode = "mmap", rec.cold = false;
+    return;
+  }
+  rec.cold = true;
+  for (const auto& d : sm.source->engine().stats().drives) {
+    if (rec.io_mode.find(d.mode) == std::string::npos) rec.io_mode += (rec.io_mode.empty() ? "" : ",") + d.mode;
+    if (d.mode.find("O_DIRECT") == std::string::npos) rec.cold = false;
+  }
+}
+
 int run(const RunOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  const auto load0 = Clock::now();
   // --model: experts read in place; --store: spine from the store, experts streamed.
   StoreModel sm;
   if (!o.store.store.empty()) {
@@ -70,7 +100,9 @@ int run(const RunOptions& o) {
     sm.model = std::move(model_or.value());
   }
   Model& model = *sm.model;
-  const auto wall0 = std::chrono::steady_clock::now();
+  const auto wall0 = Clock::now();
+  bench::RunRecord rec;
+  rec.load_s = std::chrono::duration<double>(wall0 - load0).count();
   auto prompt_or = resolve_prompt(o.prompt, model);
   if (!prompt_or.ok()) return fail(prompt_or.message());
   PromptTokens& prompt = prompt_or.value();
@@ -84,11 +116,18 @@ int run(const RunOptions& o) {
   if (!o.route_trace.empty()) {
     trace = std::fopen(o.route_trace.c_str(), "w");
     if (!trace) return fail(fmt::format("{}: cannot open for writing", o.route_trace));
-    model.set_route_observer(
-        [trace](int64_t pos0, int layer, size_t rows, int k, std::span<const int> ids) {
-          write_route_trace(trace, pos0, layer, rows, k, ids);
-        });
   }
+  // Distinct (layer, expert) pairs the prompt routes: the denominator of prefill read amplification.
+  const int64_t prompt_len = int64_t(prompt.ids.size());
+  const int experts = model.config().moe.num_experts;
+  std::vector<char> prefill_routed;
+  if (!o.stats_json.empty()) prefill_routed.assign(size_t(model.config().num_layers) * size_t(experts), 0);
+  if (trace || !prefill_routed.empty())
+    model.set_route_observer([&](int64_t pos0, int layer, size_t rows, int k, std::span<const int> ids) {
+      if (trace) write_route_trace(trace, pos0, layer, rows, k, ids);
+      for (size_t r = 0; r < rows && !prefill_routed.empty() && pos0 + int64_t(r) < prompt_len; ++r)
+        for (int i = 0; i < k; ++i) prefill_routed[size_t(layer) * size_t(experts) + size_t(ids[r * k + i])] = 1;
+    });
   Session session = model.new_session();
   GenerateOptions g;
   g.max_new = o.max_new;
@@ -96,7 +135,16 @@ int run(const RunOptions& o) {
   g.stop_ids = prompt.stop_ids;
   GenerateStats stats;
   bool write_failed = false;
+  auto last = Clock::now();
   auto on_token = [&](int32_t tok, std::span<const float> logits) {
+    const auto now = Clock::now();
+    if (rec.ids.empty()) {
+      rec.ttft_s = std::chrono::duration<double>(now - wall0).count();
+      rec.prefill_read_bytes = expert_bytes_read(sm);
+    } else {
+      rec.step_s.push_back(std::chrono::duration<double>(now - last).count());
+    }
+    rec.ids.push_back(tok);
     if (dump && std::fwrite(logits.data(), sizeof(float), logits.size(), dump) != logits.size()) write_failed = true;
     if (o.print_ids || !prompt.detok) {
       std::printf("%d\n", tok);
@@ -105,6 +153,7 @@ int run(const RunOptions& o) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
     std::fflush(stdout);
+    last = Clock::now();  // printing is not part of the next step
     return !write_failed;
   };
   Status s = generate(model, session, prompt.ids, g, on_token, &stats);
@@ -117,7 +166,20 @@ int run(const RunOptions& o) {
   if (trace && std::fclose(trace) != 0) return fail(fmt::format("{}: write failed", o.route_trace));
   if (!s.ok()) return fail(s.message());
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
+  model.set_route_observer({});
   if (o.stats) print_stats(stats, model.config());
+  if (!o.stats_json.empty()) {
+    describe_source(sm, rec);
+    rec.threads = o.threads, rec.prefill_chunk = o.prefill_chunk;
+    rec.prompt_tokens = prompt_len;
+    rec.prefill_s = stats.prefill_seconds;
+    rec.expert_wait_s = stats.forward.seconds_expert_wait;
+    if (rec.ids.empty()) rec.prefill_read_bytes = expert_bytes_read(sm);
+    rec.decode_read_bytes = expert_bytes_read(sm) - rec.prefill_read_bytes;
+    for (char c : prefill_routed) rec.prefill_distinct_experts += uint64_t(c);
+    Status w = write_file_atomic(o.stats_json, rec.to_json() + "\n");
+    if (!w.ok()) return fail(w.message());
+  }
   if (o.stats && sm.source) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait))
@@ -139,6 +201,8 @@ void setup(CLI::App& app) {
   cmd->add_option("--route-trace", o->route_trace,
                   "Record each MoE layer's routed experts per token (JSON lines: pos, layer, experts)");
   cmd->add_flag("--stats", o->stats, "Print timing and expert traffic to stderr");
+  cmd->add_option("--stats-json", o->stats_json,
+                  "Write this run's measurements (ids, TTFT, step times, expert bytes by phase) as one JSON object");
   cmd->add_flag("--print-ids", o->print_ids, "Print token ids, one per line, instead of text");
   cmd->callback([o] { set_exit_code(run(*o)); });
 }

@@ -1,0 +1,73 @@
+#include "bench/run_record.h"
+
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+namespace deltafin::bench {
+
+using json = nlohmann::ordered_json;
+
+double RunRecord::prefill_read_amplification() const {
+  const double distinct = double(prefill_distinct_experts) * double(unit_bytes);
+  return distinct > 0 ? double(prefill_read_bytes) / distinct : 0.0;
+}
+
+double RunRecord::decode_tokens_per_s() const {
+  const double t = std::accumulate(step_s.begin(), step_s.end(), 0.0);
+  return t > 0 ? double(step_s.size()) / t : 0.0;
+}
+
+double RunRecord::decode_read_bytes_per_token() const {
+  return step_s.empty() ? 0.0 : double(decode_read_bytes) / double(step_s.size());
+}
+
+std::string RunRecord::to_json() const {
+  json j = {{"source", source},
+            {"io_mode", io_mode},
+            {"cold", cold},
+            {"threads", threads},
+            {"prefill_chunk", prefill_chunk},
+            {"prompt_tokens", prompt_tokens},
+            {"ids", ids},
+            {"load_s", load_s},
+            {"ttft_s", ttft_s},
+            {"prefill_s", prefill_s},
+            {"step_s", step_s},
+            {"expert_wait_s", expert_wait_s},
+            {"unit_bytes", unit_bytes},
+            {"prefill_read_bytes", prefill_read_bytes},
+            {"decode_read_bytes", decode_read_bytes},
+            {"prefill_distinct_experts", prefill_distinct_experts},
+            {"cold_bytes_per_token", cold_bytes_per_token}};
+  return j.dump();
+}
+
+Result<RunRecord> RunRecord::from_json(const std::string& text, const std::string& what) {
+  RunRecord r;
+  try {
+    const json j = json::parse(text);
+    r.source = j.at("source").get<std::string>();
+    r.io_mode = j.at("io_mode").get<std::string>();
+    r.cold = j.at("cold").get<bool>();
+    r.threads = j.at("threads").get<int>();
+    r.prefill_chunk = j.at("prefill_chunk").get<int>();
+    r.prompt_tokens = j.at("prompt_tokens").get<int64_t>();
+    r.ids = j.at("ids").get<std::vector<int32_t>>();
+    r.load_s = j.at("load_s").get<double>();
+    r.ttft_s = j.at("ttft_s").get<double>();
+    r.prefill_s = j.at("prefill_s").get<double>();
+    r.step_s = j.at("step_s").get<std::vector<double>>();
+    r.expert_wait_s = j.at("expert_wait_s").get<double>();
+    r.unit_bytes = j.at("unit_bytes").get<uint64_t>();
+    r.prefill_read_bytes = j.at("prefill_read_bytes").get<uint64_t>();
+    r.decode_read_bytes = j.at("decode_read_bytes").get<uint64_t>();
+    r.prefill_distinct_experts = j.at("prefill_distinct_experts").get<uint64_t>();
+    r.cold_bytes_per_token = j.at("cold_bytes_per_token").get<uint64_t>();
+  } catch (const std::exception& e) {
+    return error("{}: not a run record: {}", what, e.what());
+  }
+  return r;
+}
+
+}  // namespace deltafin::bench
