@@ -34,7 +34,8 @@ std::string RunRecord::to_json() const {
             {"ttft_s", ttft_s},
             {"prefill_s", prefill_s},
             {"step_s", step_s},
-            {"expert_wait_s", expert_wait_s},
+            {"prefill_expert_wait_s", prefill_expert_wait_s},
+            {"decode_expert_wait_s", decode_expert_wait_s},
             {"unit_bytes", unit_bytes},
             {"prefill_read_bytes", prefill_read_bytes},
             {"decode_read_bytes", decode_read_bytes},
@@ -58,7 +59,8 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.ttft_s = j.at("ttft_s").get<double>();
     r.prefill_s = j.at("prefill_s").get<double>();
     r.step_s = j.at("step_s").get<std::vector<double>>();
-    r.expert_wait_s = j.at("expert_wait_s").get<double>();
+    r.prefill_expert_wait_s = j.at("prefill_expert_wait_s").get<double>();
+    r.decode_expert_wait_s = j.at("decode_expert_wait_s").get<double>();
     r.unit_bytes = j.at("unit_bytes").get<uint64_t>();
     r.prefill_read_bytes = j.at("prefill_read_bytes").get<uint64_t>();
     r.decode_read_bytes = j.at("decode_read_bytes").get<uint64_t>();

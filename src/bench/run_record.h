@@ -23,7 +23,9 @@ struct RunRecord {
   double ttft_s = 0;         // from the start of generation to the first token
   double prefill_s = 0;      // the prompt's forward blocks
   std::vector<double> step_s;  // each decode step: forward of the newest token + argmax
-  double expert_wait_s = 0;  // time the compute waited inside ExpertSource::acquire
+  // Time the compute waited inside ExpertSource::acquire, by phase (the
+  // measured expert-read time that `simulate-drives` predicts).
+  double prefill_expert_wait_s = 0, decode_expert_wait_s = 0;
   // Expert traffic. "read" is what the source fetched (store: bytes read from
   // the drives, whole 4 KiB-aligned spans; model: expert bytes touched in the
   // mapping). unit_bytes is one expert in the same unit.

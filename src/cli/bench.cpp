@@ -237,6 +237,7 @@ int bench_main(const BenchOptions& o) {
                           {"decode_tok_s", {s.decode_tok_s.median, s.decode_tok_s.min, s.decode_tok_s.max}},
                           {"decode_read_bytes_per_token", s.decode_read_bytes_per_token},
                           {"prefill_read_amplification", s.prefill_read_amplification},
+                          {"read_wait_per_token_s", s.read_wait_per_token_s},
                           {"cold_bytes_per_token", s.cold_bytes_per_token},
                           {"roofline", s.roofline}});
     summary.push_back(std::move(s));

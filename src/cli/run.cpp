@@ -141,6 +141,7 @@ int run(const RunOptions& o) {
     if (rec.ids.empty()) {
       rec.ttft_s = std::chrono::duration<double>(now - wall0).count();
       rec.prefill_read_bytes = expert_bytes_read(sm);
+      rec.prefill_expert_wait_s = stats.forward.seconds_expert_wait;
     } else {
       rec.step_s.push_back(std::chrono::duration<double>(now - last).count());
     }
@@ -173,8 +174,11 @@ int run(const RunOptions& o) {
     rec.threads = o.threads, rec.prefill_chunk = o.prefill_chunk;
     rec.prompt_tokens = prompt_len;
     rec.prefill_s = stats.prefill_seconds;
-    rec.expert_wait_s = stats.forward.seconds_expert_wait;
-    if (rec.ids.empty()) rec.prefill_read_bytes = expert_bytes_read(sm);
+    if (rec.ids.empty()) {
+      rec.prefill_read_bytes = expert_bytes_read(sm);
+      rec.prefill_expert_wait_s = stats.forward.seconds_expert_wait;
+    }
+    rec.decode_expert_wait_s = stats.forward.seconds_expert_wait - rec.prefill_expert_wait_s;
     rec.decode_read_bytes = expert_bytes_read(sm) - rec.prefill_read_bytes;
     for (char c : prefill_routed) rec.prefill_distinct_experts += uint64_t(c);
     Status w = write_file_atomic(o.stats_json, rec.to_json() + "\n");
