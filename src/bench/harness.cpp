@@ -87,7 +87,7 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
   ArmSummary a;
   a.name = name;
   a.runs = int(runs.size());
-  std::vector<double> ttft, prefill, decode, step, read_per_tok, amp, wait;
+  std::vector<double> ttft, prefill, decode, step, read_per_tok, amp, wait, readt;
   a.cold = !runs.empty();
   for (const auto& r : runs) {
     ttft.push_back(r.ttft_s);
@@ -97,6 +97,7 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
       step.push_back(1.0 / r.decode_tokens_per_s());
       read_per_tok.push_back(r.decode_read_bytes_per_token());
       wait.push_back(r.decode_expert_wait_s / double(r.step_s.size()));
+      readt.push_back(r.decode_read_s / double(r.step_s.size()));
     }
     amp.push_back(r.prefill_read_amplification());
     a.cold = a.cold && r.cold;
@@ -106,6 +107,7 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
   a.decode_read_bytes_per_token = spread(read_per_tok).median;
   a.prefill_read_amplification = spread(amp).median;
   a.read_wait_per_token_s = spread(wait).median;
+  a.read_time_per_token_s = spread(readt).median;
   // A cold store run reads every expert of every token from the drives, so
   // what it measured is the cold cost; otherwise charge the theoretical one.
   a.cold_bytes_per_token = a.cold && a.decode_read_bytes_per_token > 0 ? a.decode_read_bytes_per_token
@@ -127,13 +129,13 @@ std::string format_summary(const std::vector<ArmSummary>& arms, const Limits& li
   }
   s += fmt::format("disk rate used for the roofline: {:.0f} MB/s\n\n", limits.disk_mb_s());
   s += fmt::format("{:<14} {:>5} {:<6} {:>9} {:>11} {:>28} {:>9} {:>11} {:>9} {:>9}  {}\n", "arm", "runs", "cache",
-                   "TTFT s", "prefill t/s", "decode tok/s med [min, max]", "MB/token", "wait ms/tok", "read amp",
+                   "TTFT s", "prefill t/s", "decode tok/s med [min, max]", "MB/token", "read ms/tok", "read amp",
                    "roofline", "oracle");
   for (const auto& a : arms) {
     s += fmt::format("{:<14} {:>5} {:<6} {:>9.3f} {:>11.2f} {:>28} {:>9.1f} {:>11.2f} {:>9.3f} {:>9.3f}  {}\n", a.name,
                      a.runs, a.cold ? "cold" : "warm", a.ttft_s.median, a.prefill_tok_s.median,
                      fmt::format("{:.3f} [{:.3f}, {:.3f}]", a.decode_tok_s.median, a.decode_tok_s.min, a.decode_tok_s.max),
-                     a.decode_read_bytes_per_token / 1e6, a.read_wait_per_token_s * 1e3, a.prefill_read_amplification,
+                     a.decode_read_bytes_per_token / 1e6, a.read_time_per_token_s * 1e3, a.prefill_read_amplification,
                      a.roofline,
                      a.rejected ? "REJECTED: " + a.rejection : "ok");
   }

@@ -36,6 +36,8 @@ std::string RunRecord::to_json() const {
             {"step_s", step_s},
             {"prefill_expert_wait_s", prefill_expert_wait_s},
             {"decode_expert_wait_s", decode_expert_wait_s},
+            {"prefill_read_s", prefill_read_s},
+            {"decode_read_s", decode_read_s},
             {"unit_bytes", unit_bytes},
             {"prefill_read_bytes", prefill_read_bytes},
             {"decode_read_bytes", decode_read_bytes},
@@ -61,6 +63,8 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.step_s = j.at("step_s").get<std::vector<double>>();
     r.prefill_expert_wait_s = j.at("prefill_expert_wait_s").get<double>();
     r.decode_expert_wait_s = j.at("decode_expert_wait_s").get<double>();
+    r.prefill_read_s = j.at("prefill_read_s").get<double>();
+    r.decode_read_s = j.at("decode_read_s").get<double>();
     r.unit_bytes = j.at("unit_bytes").get<uint64_t>();
     r.prefill_read_bytes = j.at("prefill_read_bytes").get<uint64_t>();
     r.decode_read_bytes = j.at("decode_read_bytes").get<uint64_t>();

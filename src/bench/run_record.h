@@ -26,6 +26,9 @@ struct RunRecord {
   // Time the compute waited inside ExpertSource::acquire, by phase (the
   // measured expert-read time that `simulate-drives` predicts).
   double prefill_expert_wait_s = 0, decode_expert_wait_s = 0;
+  // Wall time the expert reads took, by phase: per MoE layer, from the first
+  // request of its union to the last expert ready, summed (0 for --model).
+  double prefill_read_s = 0, decode_read_s = 0;
   // Expert traffic. "read" is what the source fetched (store: bytes read from
   // the drives, whole 4 KiB-aligned spans; model: expert bytes touched in the
   // mapping). unit_bytes is one expert in the same unit.

@@ -238,6 +238,7 @@ int bench_main(const BenchOptions& o) {
                           {"decode_read_bytes_per_token", s.decode_read_bytes_per_token},
                           {"prefill_read_amplification", s.prefill_read_amplification},
                           {"read_wait_per_token_s", s.read_wait_per_token_s},
+                          {"read_time_per_token_s", s.read_time_per_token_s},
                           {"cold_bytes_per_token", s.cold_bytes_per_token},
                           {"roofline", s.roofline}});
     summary.push_back(std::move(s));

@@ -142,6 +142,7 @@ int run(const RunOptions& o) {
       rec.ttft_s = std::chrono::duration<double>(now - wall0).count();
       rec.prefill_read_bytes = expert_bytes_read(sm);
       rec.prefill_expert_wait_s = stats.forward.seconds_expert_wait;
+      rec.prefill_read_s = model.experts().stats().read_seconds;
     } else {
       rec.step_s.push_back(std::chrono::duration<double>(now - last).count());
     }
@@ -177,7 +178,9 @@ int run(const RunOptions& o) {
     if (rec.ids.empty()) {
       rec.prefill_read_bytes = expert_bytes_read(sm);
       rec.prefill_expert_wait_s = stats.forward.seconds_expert_wait;
+      rec.prefill_read_s = model.experts().stats().read_seconds;
     }
+    rec.decode_read_s = model.experts().stats().read_seconds - rec.prefill_read_s;
     rec.decode_expert_wait_s = stats.forward.seconds_expert_wait - rec.prefill_expert_wait_s;
     rec.decode_read_bytes = expert_bytes_read(sm) - rec.prefill_read_bytes;
     for (char c : prefill_routed) rec.prefill_distinct_experts += uint64_t(c);

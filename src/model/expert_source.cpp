@@ -34,7 +34,13 @@ Result<std::unique_ptr<CheckpointExpertSource>> CheckpointExpertSource::create(c
   return src;
 }
 
-Status CheckpointExpertSource::acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
+Status ExpertSource::acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
+  DF_TRY(begin(layer, experts, out));
+  for (size_t i = 0; i < experts.size(); ++i) DF_TRY(wait(i));
+  return {};
+}
+
+Status CheckpointExpertSource::begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
   const int E = cfg_.moe.num_experts;
   for (size_t i = 0; i < experts.size(); ++i) {
     const int e = experts[i];

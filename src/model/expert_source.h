@@ -1,8 +1,10 @@
 // Where routed experts come from. The engine asks for the union of experts a
-// layer needs, once per forward block; the source makes their MXFP4 bytes
-// available until the next acquire() of any layer (so a source may reuse its
-// buffers). Implementations: the mapped checkpoint (here) and the streaming
-// store (src/store, src/io).
+// layer needs, once per forward block: begin() starts fetching all of them,
+// wait(i) blocks until expert i is usable, so the engine computes each expert
+// as it arrives while the rest are still being read. The bytes stay valid
+// until the next begin() of any layer (so a source may reuse its buffers).
+// Implementations: the mapped checkpoint (here) and the streaming store
+// (src/store, src/io).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -28,14 +30,23 @@ struct ExpertWeights {
 struct ExpertSourceStats {
   uint64_t experts_acquired = 0;
   uint64_t bytes_touched = 0;  // expert bytes handed to the engine
+  // Summed over begin() calls: from the first request of a layer's union to
+  // its last expert being ready (0 for sources that do not read).
+  double read_seconds = 0;
 };
 
 class ExpertSource {
  public:
   virtual ~ExpertSource() = default;
-  // Fills out[i] for experts[i] of `layer`; an error names the expert and file.
-  virtual Status acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) = 0;
+  // Starts making experts[i] of `layer` available as out[i] (out must stay
+  // alive until every wait() returned). An error names the expert and file.
+  virtual Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) = 0;
+  // Blocks until out[i] of the last begin() is usable. Safe to call from
+  // several threads at once for distinct i.
+  virtual Status wait(size_t i) = 0;
   virtual ExpertSourceStats stats() const = 0;
+  // begin() and then every wait().
+  Status acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out);
 };
 
 // Experts read in place from the mapped shards. Checks every expert's six
@@ -45,7 +56,9 @@ class ExpertSource {
 class CheckpointExpertSource : public ExpertSource {
  public:
   static Result<std::unique_ptr<CheckpointExpertSource>> create(const Checkpoint& ck, const ModelConfig& cfg);
-  Status acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
+  // The mapping is already there: begin() fills every out[i], wait() has nothing to do.
+  Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
+  Status wait(size_t) override { return {}; }
   ExpertSourceStats stats() const override { return stats_; }
 
  private:

@@ -1,6 +1,7 @@
 // Dense SiTU FFN (layer 0) and the latent MoE (spec §2.6, §2.7).
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <numeric>
 
 #include "kernels/matmul.h"
@@ -106,14 +107,18 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
   ew.resize(uni.size());
-  auto t0 = std::chrono::steady_clock::now();
-  DF_TRY(src.acquire(layer, uni, ew));
-  if (stats) {
-    stats->seconds_acquire += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    stats->experts += uni.size();
-    stats->bytes += uni.size() * cfg.expert_bytes();
-  }
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  DF_TRY(src.begin(layer, uni, ew));
+  double waited = std::chrono::duration<double>(Clock::now() - t0).count();
 
+  // The fused shared experts need no routed expert: compute them while the reads are in flight.
+  float* sh = Scratch::take(s.g, T * H);
+  situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
+
+  // Each expert is computed as soon as it is ready, while later ones are
+  // still arriving; it writes only its own route slots, so the order in which
+  // experts finish cannot change any value.
   // Few rows per expert (decode, short verify blocks): give each thread whole
   // experts, so small products do not pay a thread hand-off each. Many rows
   // per expert (prefill): split each product's output rows over the threads.
@@ -126,15 +131,38 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     const ExpertWeights* weights = ew.data();
     const int* experts = uni.data();
     const int* routed = ids.data();
+    std::mutex mu;
+    Status failed;
+    double thread_wait = 0;
     pool->parallel_for(uni.size(), 1, [&, weights, experts, routed](size_t u0, size_t u1) {
       thread_local std::vector<size_t> my_rows;
       thread_local std::vector<float> my_buf;
-      for (size_t u = u0; u < u1; ++u)
-        run_expert(cfg, weights[u], experts[u], routed, T * K, lat, slots, nullptr, my_rows, my_buf);
+      double my_wait = 0;
+      Status my_status;
+      for (size_t u = u0; u < u1 && my_status.ok(); ++u) {
+        const auto w0 = Clock::now();
+        my_status = src.wait(u);
+        my_wait += std::chrono::duration<double>(Clock::now() - w0).count();
+        if (my_status.ok()) run_expert(cfg, weights[u], experts[u], routed, T * K, lat, slots, nullptr, my_rows, my_buf);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      thread_wait += my_wait;
+      if (failed.ok() && !my_status.ok()) failed = my_status;
     });
+    waited += thread_wait / pool->size();  // compute threads idle, as a share of the pool
+    DF_TRY(failed);
   } else {
-    for (size_t u = 0; u < uni.size(); ++u)
+    for (size_t u = 0; u < uni.size(); ++u) {
+      const auto w0 = Clock::now();
+      DF_TRY(src.wait(u));
+      waited += std::chrono::duration<double>(Clock::now() - w0).count();
       run_expert(cfg, ew[u], uni[u], ids.data(), T * K, lat, slots, pool, rows, s.h);
+    }
+  }
+  if (stats) {
+    stats->seconds_acquire += waited;
+    stats->experts += uni.size();
+    stats->bytes += uni.size() * cfg.expert_bytes();
   }
 
   // Combine in route order: acc = acc + (w_i * h_i), then the latent norm.
@@ -150,10 +178,6 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     ops::rms_norm(a, w.latent_norm.data(), LT, cfg.rms_eps, a);
   }
   ops::matmul(w.latent_up, acc, T, out, pool);
-
-  // Fused shared experts on the full-width input.
-  float* sh = Scratch::take(s.g, T * H);
-  situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
   for (size_t i = 0; i < T * H; ++i) out[i] = out[i] + sh[i];
   return {};
 }

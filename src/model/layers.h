@@ -38,7 +38,7 @@ void dense_ffn(const ModelConfig& cfg, const LayerWeights& w, const float* x, si
 
 struct MoeStats {
   uint64_t experts = 0, bytes = 0;
-  double seconds_acquire = 0;
+  double seconds_acquire = 0;  // compute idle waiting for experts (begin + waits; per pool thread when parallel)
 };
 
 // `observer` (may be empty) sees the block's routes; start_pos is the first row's position.

@@ -18,7 +18,7 @@ namespace deltafin {
 
 struct ForwardStats {
   double seconds_kda = 0, seconds_mla = 0, seconds_dense = 0, seconds_moe = 0, seconds_head = 0;
-  double seconds_expert_wait = 0;  // inside ExpertSource::acquire
+  double seconds_expert_wait = 0;  // compute idle waiting for experts (ExpertSource begin/wait)
   uint64_t rows = 0;
   uint64_t expert_bytes = 0;       // routed expert bytes used (union per layer per block)
   uint64_t experts_used = 0;

@@ -68,7 +68,7 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
 }
 
 StoreExpertSource::~StoreExpertSource() {
-  for (auto* p : held_) arena_->release(p);
+  if (engine_) settle();
 }
 
 std::vector<std::string> StoreExpertSource::drive_files(int drive) const {
@@ -91,54 +91,66 @@ Result<io::ReadRequest> StoreExpertSource::request(int layer, int e) const {
   return r;
 }
 
-Status StoreExpertSource::acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
+void StoreExpertSource::settle() {
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (!waited_[i]) engine_->cancel(handles_[i]);
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (!waited_[i]) (void)engine_->wait(handles_[i]);  // returns once the engine no longer writes the buffer
+  handles_.clear();
+  waited_.clear();
   for (auto* p : held_) arena_->release(p);
   held_.clear();
+}
+
+Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
+  settle();
   if (experts.size() > arena_->max_slots())
     return error("layer {}: a union of {} experts exceeds the read arena ({} buffers)", layer, experts.size(),
                  arena_->max_slots());
-  std::vector<io::ReadHandle> handles;
-  Status first;
+  layer_ = layer;
+  experts_.assign(experts.begin(), experts.end());
+  out_ = out;
+  ready_ = 0;
+  begun_ = std::chrono::steady_clock::now();
   for (int e : experts) {
     auto req = request(layer, e);
-    if (!req.ok()) {
-      first = req.status();
-      break;
-    }
+    if (!req.ok()) return req.status();
     uint8_t* slot = arena_->try_take(io::Purpose::Demand);
-    if (!slot) {
-      first = error("layer {}: the read arena is exhausted", layer);
-      break;
-    }
+    if (!slot) return error("layer {}: the read arena is exhausted", layer);
     held_.push_back(slot);
     req->dest = slot;
     req->purpose = io::Purpose::Demand;
-    handles.push_back(engine_->submit(std::move(*req)));
-  }
-  if (!first.ok())
-    for (auto& h : handles) engine_->cancel(h);
-  for (auto& h : handles) {
-    Status s = engine_->wait(h);
-    if (first.ok() && !s.ok()) {
-      first = s;
-      for (auto& h2 : handles) engine_->cancel(h2);
-    }
-  }
-  if (!first.ok()) return first;
-  static const char* kNames[3] = {"w1", "w2", "w3"};
-  for (size_t i = 0; i < experts.size(); ++i) {
-    const uint8_t* base = held_[i];
-    for (int k = 1; k < 6; k += 2)
-      if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
-        return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer, experts[i],
-                     kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
-    out[i].w1 = {base + part_offset_[0], base + part_offset_[1]};
-    out[i].w2 = {base + part_offset_[2], base + part_offset_[3]};
-    out[i].w3 = {base + part_offset_[4], base + part_offset_[5]};
-    stats_.experts_acquired++;
-    stats_.bytes_touched += man_.expert_bytes;
+    handles_.push_back(engine_->submit(std::move(*req)));
+    waited_.push_back(0);
   }
   return {};
+}
+
+Status StoreExpertSource::wait(size_t i) {
+  if (i >= handles_.size()) return error("layer {}: expert slot {} was not requested", layer_, i);
+  Status s = engine_->wait(handles_[i]);
+  waited_[i] = 1;
+  DF_TRY(s);
+  static const char* kNames[3] = {"w1", "w2", "w3"};
+  const uint8_t* base = held_[i];
+  for (int k = 1; k < 6; k += 2)
+    if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
+      return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_, experts_[i],
+                   kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
+  out_[i].w1 = {base + part_offset_[0], base + part_offset_[1]};
+  out_[i].w2 = {base + part_offset_[2], base + part_offset_[3]};
+  out_[i].w3 = {base + part_offset_[4], base + part_offset_[5]};
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.experts_acquired++;
+  stats_.bytes_touched += man_.expert_bytes;
+  if (++ready_ == handles_.size())
+    stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begun_).count();
+  return {};
+}
+
+ExpertSourceStats StoreExpertSource::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
 }  // namespace deltafin

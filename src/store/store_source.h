@@ -1,9 +1,12 @@
-// The engine's ExpertSource over a store: acquire(layer, ids) issues every
-// expert read of the layer at once through the read engine (demand purpose),
-// waits, checks (checksums in the engine, MXFP4 scale bytes here) and returns
-// views into arena buffers that stay valid until the next acquire().
+// The engine's ExpertSource over a store: begin(layer, ids) issues every
+// expert read of the layer at once through the read engine (demand purpose);
+// wait(i) blocks for one of them, checks it (checksum in the engine, MXFP4
+// scale bytes here) and hands out views into arena buffers that stay valid
+// until the next begin().
 #pragma once
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,8 +31,9 @@ class StoreExpertSource : public ExpertSource {
                                                          const StoreReadOptions& opts,
                                                          std::vector<std::string>* warnings);
   ~StoreExpertSource() override;
-  Status acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
-  ExpertSourceStats stats() const override { return stats_; }
+  Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
+  Status wait(size_t i) override;
+  ExpertSourceStats stats() const override;
 
   io::ReadEngine& engine() { return *engine_; }
   const io::ReadEngine& engine() const { return *engine_; }
@@ -46,8 +50,21 @@ class StoreExpertSource : public ExpertSource {
   std::unique_ptr<io::ReadEngine> engine_;
   std::unique_ptr<io::AlignedArena> arena_;
   std::vector<std::vector<int>> file_ids_;  // [drive][pack] -> engine file id, -1 if unusable
+  // Drops the last begin()'s reads: cancels those still queued, waits for
+  // the kernel to let go of their buffers, returns the buffers to the arena.
+  void settle();
+
   std::vector<uint8_t*> held_;
   uint64_t part_offset_[6] = {}, part_bytes_[6] = {};
+  // The reads of the last begin(): one handle per expert, in order.
+  int layer_ = -1;
+  std::vector<int> experts_;
+  std::vector<io::ReadHandle> handles_;
+  std::vector<char> waited_;  // wait(i) has returned (only its caller touches its slot)
+  std::span<ExpertWeights> out_;
+  std::chrono::steady_clock::time_point begun_;
+  mutable std::mutex mu_;  // guards stats_ and ready_ (never held across I/O)
+  size_t ready_ = 0;
   ExpertSourceStats stats_;
 };
 
