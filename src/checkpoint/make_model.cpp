@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
+#include <algorithm>
+#include <bit>
 
 #include "checkpoint/expert_generator.h"
 #include "core/files.h"
+#include "core/mt19937_64.h"
 
 namespace deltafin {
 
@@ -92,7 +94,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 // Uniform in [-1, 1) from 53 random bits; exact, so identical on every machine.
-double uniform_pm1(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-52 - 1.0; }
+double uniform_pm1(Mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-52 - 1.0; }
 
 }  // namespace
 
@@ -140,12 +142,25 @@ Result<std::vector<std::vector<TensorSpec>>> split_into_shards(const std::vector
 }
 
 void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
-  std::mt19937_64 rng(splitmix64(seed ^ splitmix64(fnv1a(t.name))));
+  Mt19937_64 rng(splitmix64(seed ^ splitmix64(fnv1a(t.name))));
   const std::string& n = t.name;
-  if (ends_with(n, "weight_packed")) {  // random E2M1 nibbles
-    for (size_t i = 0; i < out.size(); i += 8) {
+  if (ends_with(n, "weight_packed")) {  // random E2M1 nibbles: each engine word, little-endian
+    uint64_t words[256];
+    size_t i = 0;
+    while (out.size() - i >= 8) {
+      const size_t count = std::min<size_t>(256, (out.size() - i) / 8);
+      rng.fill(words, count);
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(out.data() + i, words, count * 8);
+      } else {
+        for (size_t w = 0; w < count; ++w)
+          for (size_t k = 0; k < 8; ++k) out[i + 8 * w + k] = uint8_t(words[w] >> (8 * k));
+      }
+      i += count * 8;
+    }
+    if (i < out.size()) {
       const uint64_t r = rng();
-      for (size_t k = 0; k < 8 && i + k < out.size(); ++k) out[i + k] = uint8_t(r >> (8 * k));
+      for (size_t k = 0; i + k < out.size(); ++k) out[i + k] = uint8_t(r >> (8 * k));
     }
     return;
   }
