@@ -1,10 +1,17 @@
 #include "checkpoint/make_model.h"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
+#include <map>
+#include <algorithm>
+#include <bit>
+
+#include "checkpoint/expert_generator.h"
+#include "core/files.h"
+#include "core/mt19937_64.h"
 
 namespace deltafin {
 
@@ -56,7 +63,7 @@ void add_layer(const ModelPreset& p, int l, std::vector<TensorGroup>& g) {
     return;
   }
   const std::string s = pre + "block_sparse_moe.";
-  const int64_t SI = int64_t(p.shared) * p.expert_inter, Lt = p.latent, I = p.expert_inter;
+  const int64_t SI = int64_t(p.shared) * p.expert_inter, Lt = p.latent;
   add(g, s + "gate.weight", DType::BF16, {p.experts, H});
   add(g, s + "gate.e_score_correction_bias", DType::F32, {p.experts});
   add(g, s + "routed_expert_down_proj.weight", DType::BF16, {Lt, H});
@@ -65,16 +72,7 @@ void add_layer(const ModelPreset& p, int l, std::vector<TensorGroup>& g) {
   add(g, s + "shared_experts.gate_proj.weight", DType::BF16, {SI, H});
   add(g, s + "shared_experts.up_proj.weight", DType::BF16, {SI, H});
   add(g, s + "shared_experts.down_proj.weight", DType::BF16, {H, SI});
-  for (int e = 0; e < p.experts; ++e) {
-    TensorGroup ex;
-    for (const char* part : {"w1", "w2", "w3"}) {
-      const int64_t rows = part[1] == '2' ? Lt : I, cols = part[1] == '2' ? I : Lt;
-      const std::string base = fmt::format("{}experts.{}.{}.", s, e, part);
-      ex.push_back({base + "weight_packed", DType::U8, {rows, cols / 2}});
-      ex.push_back({base + "weight_scale", DType::U8, {rows, cols / 32}});
-    }
-    g.push_back(std::move(ex));
-  }
+  for (int e = 0; e < p.experts; ++e) g.push_back(expert_tensor_group(p, l, e));
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -96,9 +94,21 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 // Uniform in [-1, 1) from 53 random bits; exact, so identical on every machine.
-double uniform_pm1(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-52 - 1.0; }
+double uniform_pm1(Mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-52 - 1.0; }
 
 }  // namespace
+
+TensorGroup expert_tensor_group(const ModelPreset& p, int layer, int expert) {
+  const int64_t Lt = p.latent, I = p.expert_inter;
+  TensorGroup ex;
+  for (const char* part : {"w1", "w2", "w3"}) {
+    const int64_t rows = part[1] == '2' ? Lt : I, cols = part[1] == '2' ? I : Lt;
+    const std::string base = fmt::format("{}block_sparse_moe.experts.{}.{}.", lp(layer), expert, part);
+    ex.push_back({base + "weight_packed", DType::U8, {rows, cols / 2}});
+    ex.push_back({base + "weight_scale", DType::U8, {rows, cols / 32}});
+  }
+  return ex;
+}
 
 std::vector<TensorGroup> preset_tensor_groups(const ModelPreset& p) {
   std::vector<TensorGroup> g;
@@ -132,12 +142,25 @@ Result<std::vector<std::vector<TensorSpec>>> split_into_shards(const std::vector
 }
 
 void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
-  std::mt19937_64 rng(splitmix64(seed ^ splitmix64(fnv1a(t.name))));
+  Mt19937_64 rng(splitmix64(seed ^ splitmix64(fnv1a(t.name))));
   const std::string& n = t.name;
-  if (ends_with(n, "weight_packed")) {  // random E2M1 nibbles
-    for (size_t i = 0; i < out.size(); i += 8) {
+  if (ends_with(n, "weight_packed")) {  // random E2M1 nibbles: each engine word, little-endian
+    uint64_t words[256];
+    size_t i = 0;
+    while (out.size() - i >= 8) {
+      const size_t count = std::min<size_t>(256, (out.size() - i) / 8);
+      rng.fill(words, count);
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(out.data() + i, words, count * 8);
+      } else {
+        for (size_t w = 0; w < count; ++w)
+          for (size_t k = 0; k < 8; ++k) out[i + 8 * w + k] = uint8_t(words[w] >> (8 * k));
+      }
+      i += count * 8;
+    }
+    if (i < out.size()) {
       const uint64_t r = rng();
-      for (size_t k = 0; k < 8 && i + k < out.size(); ++k) out[i + k] = uint8_t(r >> (8 * k));
+      for (size_t k = 0; i + k < out.size(); ++k) out[i + k] = uint8_t(r >> (8 * k));
     }
     return;
   }
@@ -180,6 +203,38 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
 
 namespace {
 
+// A spine-only checkpoint gets one shard per layer (plus the embedding and the
+// tail): the store's spine-pack layout, so `prepare` hard-links these files
+// into the store instead of copying them.
+std::vector<std::vector<TensorSpec>> spine_shards_by_layer(const ModelPreset& p) {
+  constexpr std::string_view kLayers = "language_model.model.layers.";
+  std::map<int, std::vector<TensorSpec>> by_layer;  // -1: embedding, INT_MAX: tail
+  for (const TensorGroup& g : preset_tensor_groups(p)) {
+    if (g.size() != 1) continue;  // a routed expert
+    const std::string& n = g[0].name;
+    int key = n.find("embed_tokens") != std::string::npos ? -1 : INT_MAX;
+    if (n.starts_with(kLayers)) key = std::stoi(n.substr(kLayers.size()));
+    by_layer[key].push_back(g[0]);
+  }
+  std::vector<std::vector<TensorSpec>> out;
+  for (auto& [key, specs] : by_layer) out.push_back(std::move(specs));
+  return out;
+}
+
+bool spine_checkpoint_complete(const std::filesystem::path& dir, const std::string& record,
+                               const std::vector<std::vector<TensorSpec>>& shards, int digits) {
+  auto text = read_file((dir / kExpertGeneratorFile).string());
+  if (!text.ok() || *text != record) return false;
+  std::error_code ec;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    uint64_t bytes = 8 + safetensors_header(shards[s]).size();
+    for (const auto& t : shards[s]) bytes += t.nbytes();
+    const auto path = dir / shard_file_name(int(s) + 1, int(shards.size()), digits);
+    if (std::filesystem::file_size(path, ec) != bytes || ec) return false;
+  }
+  return true;
+}
+
 Status write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) return error("{}: cannot create", path.string());
@@ -191,25 +246,46 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
-Status make_model(const ModelPreset& p, const std::string& out_dir, uint64_t seed) {
+Status make_model(const ModelPreset& p, const std::string& out_dir, uint64_t seed, ExpertOutput experts) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return error("{}: cannot create directory: {}", out_dir, ec.message());
   const fs::path dir(out_dir);
 
-  DF_ASSIGN(auto shards, split_into_shards(preset_tensor_groups(p), p.shards));
+  std::vector<std::vector<TensorSpec>> shards;
+  const std::string record = ExpertGenerator{p, seed}.record_json();
+  if (experts == ExpertOutput::GeneratorRecord) {
+    if (p.sparse) return error("preset {}: has no weights to generate experts from", p.name);
+    shards = spine_shards_by_layer(p);
+    // The record is removed first and written last, so its presence with the
+    // same contents means every file below is complete: a rerun (resuming a
+    // killed make-model --store) keeps the files a store may share.
+    if (spine_checkpoint_complete(dir, record, shards, p.shard_digits)) return {};
+    fs::remove(dir / kExpertGeneratorFile, ec);
+  } else {
+    DF_ASSIGN(shards, split_into_shards(preset_tensor_groups(p), p.shards));
+    fs::remove(dir / kExpertGeneratorFile, ec);  // a stale record would stand for experts the shards now hold
+  }
+  const int shard_count = int(shards.size());
   std::vector<std::string> names;
-  for (int s = 0; s < p.shards; ++s) names.push_back(shard_file_name(s + 1, p.shards, p.shard_digits));
+  for (int s = 0; s < shard_count; ++s) names.push_back(shard_file_name(s + 1, shard_count, p.shard_digits));
   TensorFill fill;
   if (!p.sparse) fill = [&](const TensorSpec& t, std::span<uint8_t> out) { fill_random_tensor(p, seed, t, out); };
-  for (int s = 0; s < p.shards; ++s) DF_TRY(write_safetensors((dir / names[s]).string(), shards[s], fill));
+  // Temp name + rename: a rerun makes new files, never rewrites ones a store may have linked.
+  for (int s = 0; s < shard_count; ++s) {
+    const fs::path path = dir / names[s], tmp = dir / (names[s] + ".tmp");
+    DF_TRY(write_safetensors(tmp.string(), shards[s], fill));
+    fs::rename(tmp, path, ec);
+    if (ec) return error("{}: cannot rename to {}: {}", tmp.string(), path.string(), ec.message());
+  }
   DF_TRY(write_safetensors_index((dir / "model.safetensors.index.json").string(), names, shards));
 
   DF_TRY(write_text(dir / "config.json", preset_config_json(p).dump(2) + "\n"));
   DF_TRY(write_text(dir / "generation_config.json", preset_generation_config_json(p).dump(2) + "\n"));
   DF_TRY(write_text(dir / "tokenizer_config.json", preset_tokenizer_config_json(p).dump(2) + "\n"));
   if (p.write_rank_file) DF_TRY(write_text(dir / "tiktoken.model", byte_level_rank_file()));
+  if (experts == ExpertOutput::GeneratorRecord) DF_TRY(write_text(dir / kExpertGeneratorFile, record));
   return {};
 }
 

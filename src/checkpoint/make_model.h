@@ -22,6 +22,9 @@ using TensorGroup = std::vector<TensorSpec>;
 // tail (final norm, output AttnRes norm/projection, lm_head).
 std::vector<TensorGroup> preset_tensor_groups(const ModelPreset& p);
 
+// The six records of routed expert `expert` of model layer `layer`, in storage order.
+TensorGroup expert_tensor_group(const ModelPreset& p, int layer, int expert);
+
 // Splits the groups over `shards` files by byte position, in order; a group
 // never straddles two shards. Fails if a shard would be empty.
 Result<std::vector<std::vector<TensorSpec>>> split_into_shards(const std::vector<TensorGroup>& groups, int shards);
@@ -30,7 +33,13 @@ Result<std::vector<std::vector<TensorSpec>>> split_into_shards(const std::vector
 // only, so any tensor can be regenerated and compared on its own.
 void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out);
 
-// Writes the whole checkpoint into out_dir (created if needed).
-Status make_model(const ModelPreset& p, const std::string& out_dir, uint64_t seed);
+// What make_model writes for the routed experts: their tensors in the shards
+// (a complete checkpoint), or only a generator record (expert_generator.h)
+// from which `prepare` regenerates the same bytes straight into a store.
+enum class ExpertOutput { InShards, GeneratorRecord };
+
+// Writes the checkpoint into out_dir (created if needed).
+Status make_model(const ModelPreset& p, const std::string& out_dir, uint64_t seed,
+                  ExpertOutput experts = ExpertOutput::InShards);
 
 }  // namespace deltafin

@@ -1,5 +1,7 @@
 #include "checkpoint/presets.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace deltafin {
@@ -29,6 +31,38 @@ ModelPreset small() {
   p.experts = 384, p.top_k = 16, p.expert_inter = 384, p.latent = 512;
   p.max_positions = 65536;
   p.shards = 8;
+  return p;
+}
+
+// K3's routing shape — 896 experts, top-16, 2 shared, the KDA/MLA schedule,
+// dense layer 0, AttnRes blocks — on a small spine, so decode is bound by
+// expert reads. Expert widths are sized so all routed experts total about
+// experts_gb * 1e9 bytes.
+ModelPreset k3_shaped(double experts_gb) {
+  ModelPreset p;
+  p.name = "k3-shaped";
+  p.hidden = 512, p.num_layers = 16, p.text_ranks = 256, p.vocab = 512, p.dense_inter = 1024;
+  p.attn_res_block = 4;
+  p.kda_heads = 4, p.kda_head_dim = 64, p.a_log_len = 8;
+  p.mla_heads = 4, p.q_lora = 128, p.kv_lora = 128, p.qk_nope = 64, p.qk_rope = 32, p.v_head = 64;
+  p.experts = 896, p.top_k = 16, p.shared = 2;
+  p.max_positions = 65536;
+  p.experts_gb = experts_gb;
+  // One expert is 3 * inter * latent * 17/32 bytes (4-bit nibbles + one scale
+  // per 32). The widest latent (<= 512) whose inter (a multiple of 32) lands
+  // within 5% of the budget; if none does, the closest pair.
+  const double per_expert = experts_gb * 1e9 / (double(preset_moe_layers(p)) * p.experts);
+  const double product = per_expert / (3.0 * 17 / 32);
+  double best_err = 1e300;
+  for (int lt = 512; lt >= 32; lt -= 32) {
+    const int inter = std::max(32, int(std::lround(product / lt / 32)) * 32);
+    const double err = std::abs(double(inter) * lt / product - 1);
+    if (err < best_err - 1e-12) best_err = err, p.latent = lt, p.expert_inter = inter;
+    if (err <= 0.05) break;
+  }
+  // Shards of about 512 MB, so no file of the full checkpoint is large.
+  const double expert_total = double(preset_expert_bytes(p)) * preset_moe_layers(p) * p.experts;
+  p.shards = std::max(2, int(std::ceil(expert_total / 512e6)));
   return p;
 }
 
@@ -66,13 +100,31 @@ std::string special_spelling(int ranks, int offset) {
 
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"tiny", "small", "k3-full-sparse"}; }
+std::vector<std::string> preset_names() { return {"tiny", "small", "k3-shaped", "k3-full-sparse"}; }
 
-Result<ModelPreset> find_preset(std::string_view name) {
+Result<ModelPreset> find_preset(std::string_view name, double experts_gb) {
+  if (name == "k3-shaped") {
+    if (!(experts_gb > 0) || !std::isfinite(experts_gb))
+      return error("preset k3-shaped needs --experts-gb N (total routed-expert size in GB, > 0; fractions allowed)");
+    if (experts_gb > 100000) return error("--experts-gb {}: too large", experts_gb);
+    return k3_shaped(experts_gb);
+  }
+  if (name != "tiny" && name != "small" && name != "k3-full-sparse")
+    return error("unknown preset '{}' (known: tiny, small, k3-shaped, k3-full-sparse)", name);
+  if (experts_gb != 0) return error("--experts-gb applies to preset k3-shaped only, not '{}'", name);
   if (name == "tiny") return tiny();
   if (name == "small") return small();
-  if (name == "k3-full-sparse") return k3_full_sparse();
-  return error("unknown preset '{}' (known: tiny, small, k3-full-sparse)", name);
+  return k3_full_sparse();
+}
+
+uint64_t preset_expert_bytes(const ModelPreset& p) {
+  return 3 * (uint64_t(p.expert_inter) * p.latent / 2 + uint64_t(p.expert_inter) * p.latent / 32);
+}
+
+int preset_moe_layers(const ModelPreset& p) {
+  int n = 0;
+  for (int l = 0; l < p.num_layers; ++l) n += p.is_moe(l);
+  return n;
 }
 
 nlohmann::ordered_json preset_config_json(const ModelPreset& p) {

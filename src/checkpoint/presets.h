@@ -1,5 +1,6 @@
 // Model presets for `make-model`: K3's structure at scaled widths (tiny,
-// small) and K3's real configuration (k3-full-sparse). A preset is the set of
+// small), K3's routing shape with expert widths sized to a byte budget
+// (k3-shaped) and K3's real configuration (k3-full-sparse). A preset is the set of
 // numbers config.json carries plus how the checkpoint is laid out on disk.
 #pragma once
 #include <cstdint>
@@ -26,6 +27,7 @@ struct ModelPreset {
   int shards = 1, shard_digits = 5;  // shard count and digits of the "-of-" total
   bool sparse = false;               // data left as holes (metadata-only checkpoint)
   bool write_rank_file = true;       // tiktoken.model (byte-level) for scaled presets
+  double experts_gb = 0;             // k3-shaped: the expert budget the widths were sized from
 
   int bos_id() const { return text_ranks; }
   int eos_id() const { return text_ranks + 2; }
@@ -36,7 +38,13 @@ struct ModelPreset {
 };
 
 std::vector<std::string> preset_names();
-Result<ModelPreset> find_preset(std::string_view name);
+// experts_gb: total routed-expert bytes (1e9 units) for `k3-shaped`, which
+// requires it (> 0); the other presets refuse it (0 = not given).
+Result<ModelPreset> find_preset(std::string_view name, double experts_gb = 0);
+
+// Bytes of one routed expert's six MXFP4 records (w1, w2, w3 packed + scales).
+uint64_t preset_expert_bytes(const ModelPreset& p);
+int preset_moe_layers(const ModelPreset& p);
 
 // config.json (root + text_config) for a preset, in the published layout.
 nlohmann::ordered_json preset_config_json(const ModelPreset& p);

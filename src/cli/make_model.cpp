@@ -1,34 +1,71 @@
-// `deltafin make-model --preset tiny|small|k3-full-sparse --out DIR [--seed N]`
+// `deltafin make-model --preset tiny|small|k3-shaped|k3-full-sparse --out DIR [--seed N]
+//   [--experts-gb N] [--store STORE --drive DIR[:MBPS] ...]`
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "checkpoint/make_model.h"
 #include "cli/command.h"
+#include "store/prepare.h"
 
 namespace deltafin::cli {
 
 namespace {
 
 struct MakeModelArgs {
-  std::string preset, out;
+  std::string preset, out, store;
+  std::vector<std::string> drives;
   uint64_t seed = 1;
+  double experts_gb = 0;
+  int pause_ms = 0;
+  bool quiet = false;
 };
 
+// The sizes a k3-shaped model gets from its budget.
+void print_expert_sizes(const ModelPreset& p) {
+  const uint64_t eb = preset_expert_bytes(p), layers = uint64_t(preset_moe_layers(p));
+  std::printf("k3-shaped: %d MoE layers x %d experts (top-%d, %d shared), latent %d, expert inter %d\n", int(layers),
+              p.experts, p.top_k, p.shared, p.latent, p.expert_inter);
+  std::printf("  expert %llu bytes; routed experts %.3f GB in all; %.1f MB of routed experts per token (cold)\n",
+              static_cast<unsigned long long>(eb), double(eb) * double(layers) * p.experts / 1e9,
+              double(eb) * double(layers) * p.top_k / 1e6);
+}
+
 int run_make_model(const MakeModelArgs& a) {
-  auto preset = find_preset(a.preset);
+  auto preset = find_preset(a.preset, a.experts_gb);
   if (!preset.ok()) return fail(preset.message());
-  if (Status s = make_model(*preset, a.out, a.seed); !s.ok()) return fail(s.message());
-  std::printf("wrote %s checkpoint (%d shards, seed %llu) to %s\n", preset->name.c_str(), preset->shards,
-              static_cast<unsigned long long>(a.seed), a.out.c_str());
+  if (a.store.empty() != a.drives.empty()) return fail("--store and --drive go together");
+  if (preset->name == "k3-shaped") print_expert_sizes(*preset);
+  if (a.store.empty()) {
+    if (Status s = make_model(*preset, a.out, a.seed); !s.ok()) return fail(s.message());
+    std::printf("wrote %s checkpoint (%d shards, seed %llu) to %s\n", preset->name.c_str(), preset->shards,
+                static_cast<unsigned long long>(a.seed), a.out.c_str());
+    return 0;
+  }
+  // The spine checkpoint plus a generator record, then the experts generated
+  // straight into the store's packs: the disk never holds them twice.
+  if (Status s = make_model(*preset, a.out, a.seed, ExpertOutput::GeneratorRecord); !s.ok()) return fail(s.message());
+  if (!a.quiet) std::printf("wrote %s spine checkpoint and expert generator record (seed %llu) to %s\n", preset->name.c_str(),
+                            static_cast<unsigned long long>(a.seed), a.out.c_str());
+  std::fflush(stdout);
+  PrepareOptions o;
+  o.model_dir = a.out, o.out_dir = a.store, o.drives = a.drives, o.pause_ms = a.pause_ms, o.quiet = a.quiet;
+  if (Status s = prepare_store(o); !s.ok()) return fail(s.message());
   return 0;
 }
 
 void setup(CLI::App& root) {
   auto args = std::make_shared<MakeModelArgs>();
   auto* cmd = root.add_subcommand("make-model", "Write a test checkpoint in the published K3 layout");
-  cmd->add_option("--preset", args->preset, "tiny | small | k3-full-sparse")->required();
+  cmd->add_option("--preset", args->preset, "tiny | small | k3-shaped | k3-full-sparse")->required();
   cmd->add_option("--out", args->out, "output directory (created if needed)")->required();
   cmd->add_option("--seed", args->seed, "random seed for the weights (default 1)");
+  cmd->add_option("--experts-gb", args->experts_gb, "k3-shaped: total routed-expert size in GB (required; fractions allowed)");
+  cmd->add_option("--store", args->store,
+                  "write the routed experts straight into this store (as `prepare` would); --out gets only the spine");
+  cmd->add_option("--drive", args->drives, "with --store: drive root for expert packs, DIR or DIR:MBPS (repeatable)");
+  cmd->add_option("--pause-ms", args->pause_ms, "Test aid: sleep after each unit of store work")->group("");
+  cmd->add_flag("--quiet", args->quiet, "with --store: no progress output");
   cmd->callback([args] { set_exit_code(run_make_model(*args)); });
 }
 

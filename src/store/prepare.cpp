@@ -1,7 +1,5 @@
 #include "store/prepare.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,13 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/expert_generator.h"
 #include "io/checksum.h"
 #include "io/probe.h"
 #include "model/config.h"
-#include "model/expert_source.h"
 #include "model/weights.h"
 #include "store/fs_util.h"
+#include "store/expert_payloads.h"
 #include "store/manifest.h"
+#include "store/pack_writer.h"
 #include "store/placement.h"
 #include "store/progress.h"
 #include "store/spine_pack.h"
@@ -118,55 +118,6 @@ Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Un
   return out;
 }
 
-struct ExpertTensors {
-  const TensorInfo* t[6];
-};
-
-// Writes one pack file (tmp + rename); returns each span's payload checksum.
-Result<std::vector<Hash128>> write_pack(const std::string& path, const std::vector<int>& experts,
-                                        const std::vector<ExpertTensors>& layer, uint64_t expert_bytes, uint64_t span,
-                                        Progress& prog) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return error("{}: cannot create: {}", tmp, std::strerror(errno));
-  std::vector<Hash128> sums;
-  std::vector<uint8_t> buf(span);
-  Status st;
-  for (int e : experts) {
-    std::fill(buf.begin(), buf.end(), 0);
-    uint64_t at = 0;
-    for (int k = 0; k < 6 && st.ok(); ++k) {
-      const TensorInfo* t = layer[e].t[k];
-      if (k % 2 == 1) {
-        if (const void* bad = std::memchr(t->data, kE8M0Invalid, t->nbytes))
-          st = error("{}: tensor '{}': MXFP4 scale byte 255 (NaN encoding) at byte {}", *t->file, t->name,
-                     static_cast<const uint8_t*>(bad) - t->data);
-      }
-      std::memcpy(buf.data() + at, t->data, t->nbytes);
-      at += t->nbytes;
-    }
-    if (!st.ok()) break;
-    sums.push_back(xxh3_128({buf.data(), expert_bytes}));
-    size_t done = 0;
-    while (done < span) {
-      ssize_t n = ::write(fd, buf.data() + done, span - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        st = error("{}: write failed: {}", tmp, std::strerror(errno));
-        break;
-      }
-      done += size_t(n);
-    }
-    if (!st.ok()) break;
-    prog.add(span);
-  }
-  if (st.ok() && ::fsync(fd) != 0) st = error("{}: fsync failed: {}", tmp, std::strerror(errno));
-  ::close(fd);
-  if (!st.ok()) return st;
-  DF_TRY(rename_durable(tmp, path));
-  return sums;
-}
-
 }  // namespace
 
 Status prepare_store(const PrepareOptions& o) {
@@ -183,30 +134,17 @@ Status prepare_store(const PrepareOptions& o) {
     given.push_back(pr.second);
   }
 
-  // Validate the checkpoint: headers, spine shapes, every expert's six tensors.
+  // Validate the checkpoint: headers, spine shapes, every expert's six tensors
+  // (or, for a spine-only checkpoint, its expert generator record).
   DF_ASSIGN(auto ck, Checkpoint::open(o.model_dir));
   DF_ASSIGN(ModelConfig cfg, ModelConfig::from_json(ck->config()));
   DF_TRY(ModelWeights::bind(*ck, cfg).status());
-  DF_TRY(CheckpointExpertSource::create(*ck, cfg).status());
   std::vector<int> moe_layers;
   for (int l = 0; l < cfg.num_layers; ++l)
     if (cfg.ffn[l] == FfnKind::MoE) moe_layers.push_back(l);
   const int E = cfg.moe.num_experts, M = int(moe_layers.size());
-  static const char* kParts[3] = {"w1", "w2", "w3"};
-  std::vector<std::vector<ExpertTensors>> tensors(M, std::vector<ExpertTensors>(E));
-  uint64_t expert_bytes = 0;
-  for (int m = 0; m < M; ++m)
-    for (int e = 0; e < E; ++e) {
-      uint64_t bytes = 0;
-      for (int k = 0; k < 6; ++k) {
-        const TensorInfo* t = ck->find(expert_tensor_name(moe_layers[m], e, kParts[k / 2], k % 2 ? "weight_scale" : "weight_packed"));
-        if (!t) return error("{}: expert tensor missing for layer {} expert {}", o.model_dir, moe_layers[m], e);
-        tensors[m][e].t[k] = t;
-        bytes += t->nbytes;
-      }
-      if (expert_bytes && bytes != expert_bytes) return error("layer {} expert {}: {} bytes, others {}", moe_layers[m], e, bytes, expert_bytes);
-      expert_bytes = bytes;
-    }
+  DF_ASSIGN(std::unique_ptr<ExpertPayloads> payloads, open_expert_payloads(*ck, cfg, moe_layers));
+  const uint64_t expert_bytes = payloads->expert_bytes();
   if (M == 0 || expert_bytes == 0) return error("{}: the model has no routed experts", o.model_dir);
   const uint64_t span = align_up(expert_bytes, kSpanAlign);
 
@@ -300,6 +238,9 @@ Status prepare_store(const PrepareOptions& o) {
   fs::create_directories(spine_dir, ec);
   if (ec) return error("{}: cannot create: {}", spine_dir, ec.message());
   std::vector<StoreFile> spine_files;
+  // make-model's spine-only checkpoints are written by rename, never in place,
+  // so their shards can be shared with the store; a user's checkpoint is copied.
+  const bool link_source_spine = has_expert_generator(o.model_dir);
   for (const auto& g : groups) {
     const std::string path = (fs::path(spine_dir) / g.file).string(), key = "spine-" + g.file;
     auto rec = u.load(key);
@@ -309,7 +250,11 @@ Status prepare_store(const PrepareOptions& o) {
       prog.add(g.bytes());
       continue;
     }
-    DF_TRY(write_spine_group(g, path + ".tmp", &prog));
+    if (link_source_spine && link_spine_group(*ck, g, path + ".tmp")) {
+      prog.add(g.bytes());
+    } else {
+      DF_TRY(write_spine_group(g, path + ".tmp", &prog));
+    }
     DF_TRY(fsync_path(path + ".tmp"));
     DF_ASSIGN(Hash128 h, xxh3_128_file(path + ".tmp"));
     const uint64_t size = file_size_or_max(path + ".tmp");
@@ -369,7 +314,7 @@ Status prepare_store(const PrepareOptions& o) {
         }
         prog.add(size);
       } else {
-        DF_ASSIGN(sums, write_pack(path, list, tensors[m], expert_bytes, span, prog));
+        DF_ASSIGN(sums, write_pack(path, m, list, *payloads, span, prog));
         json js = json::array();
         for (const auto& h : sums) js.push_back(h.hex());
         DF_TRY(u.save(key, {{"size", size}, {"sums", js}}));
@@ -403,9 +348,9 @@ Status prepare_store(const PrepareOptions& o) {
   if (!o.quiet) {
     uint64_t copies = 0;
     for (const auto& x : man.experts) copies += x.at.size();
-    std::fprintf(stderr, "store %s: %llu experts (%llu replicas) on %zu drives, spine %zu files\n", out.c_str(),
-                 (unsigned long long)total_experts, (unsigned long long)(copies - total_experts), roots.size(),
-                 spine_files.size());
+    std::fprintf(stderr, "store %s: %llu experts (%llu replicas, %s) on %zu drives, spine %zu files\n", out.c_str(),
+                 (unsigned long long)total_experts, (unsigned long long)(copies - total_experts),
+                 payloads->describe().c_str(), roots.size(), spine_files.size());
   }
   return {};
 }

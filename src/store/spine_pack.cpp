@@ -1,5 +1,7 @@
 #include "store/spine_pack.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -67,6 +69,20 @@ Status write_spine_group(const SpineGroup& g, const std::string& path, Progress*
     std::memcpy(out.data(), t->data, out.size());
     if (progress) progress->add(out.size());
   });
+}
+
+bool link_spine_group(const Checkpoint& ck, const SpineGroup& g, const std::string& path) {
+  if (g.tensors.empty()) return false;
+  const std::string* file = g.tensors[0]->file;
+  for (auto* t : g.tensors)
+    if (t->file != file) return false;
+  for (const auto& shard : ck.shards()) {
+    if (&shard->path() != file && shard->path() != *file) continue;
+    if (shard->tensors().size() != g.tensors.size()) return false;
+    ::unlink(path.c_str());
+    return ::link(file->c_str(), path.c_str()) == 0;
+  }
+  return false;
 }
 
 Status write_spine_index(const std::vector<SpineGroup>& groups, const std::string& path) {

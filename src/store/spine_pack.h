@@ -26,6 +26,13 @@ std::vector<SpineGroup> spine_groups(const Checkpoint& ck);
 // writes to a temp name and renames).
 Status write_spine_group(const SpineGroup& g, const std::string& path, Progress* progress);
 
+// Hard-links the group's source shard to `path` when that shard holds exactly
+// the group's tensors (a spine-only checkpoint from make-model is laid out so):
+// the store then shares the bytes instead of copying them. False when the
+// shard holds other tensors or link() fails (another file system); the caller
+// then writes the group.
+bool link_spine_group(const Checkpoint& ck, const SpineGroup& g, const std::string& path);
+
 // model.safetensors.index.json for the groups.
 Status write_spine_index(const std::vector<SpineGroup>& groups, const std::string& path);
 
