@@ -64,12 +64,14 @@ Result<KernelBenchReport> run_kernel_bench(const KernelBenchOptions& opt) {
   for (auto& x : X) x = normal(rng);
 
   const size_t cols = opt.cols;
-  for (const char* kernel : {"bf16", "mxfp4", "f32"}) {
+  for (const char* kernel : {"bf16", "i8", "mxfp4", "f32"}) {
     const std::string k = kernel;
-    // Bytes of one weight row; the matrix takes as many rows as fit.
-    const size_t row_bytes = k == "bf16" ? cols * 2 : k == "f32" ? cols * 4 : cols / 2 + cols / 32;
+    // Bytes of one weight row (row-int8: cols bytes + its F16 scale); the
+    // matrix takes as many rows as fit.
+    const size_t row_bytes = k == "bf16" ? cols * 2 : k == "f32" ? cols * 4 : k == "i8" ? cols + 2 : cols / 2 + cols / 32;
     const size_t rows = bytes / row_bytes;
     const size_t packed_bytes = rows * cols / 2;
+    const size_t i8_bytes = rows * cols;  // F16 scales follow (0x3C3C..0x3F3F: normal halves near 1)
     for (size_t T : opt.Ts) {
       std::vector<float> Y(T * rows);
       auto call = [&] {
@@ -77,6 +79,9 @@ Result<KernelBenchReport> run_kernel_bench(const KernelBenchOptions& opt) {
           kernels::matmul_bf16(reinterpret_cast<const uint16_t*>(w.get()), rows, cols, X.data(), T, Y.data(), &pool);
         else if (k == "f32")
           kernels::matmul_f32(reinterpret_cast<const float*>(w.get()), rows, cols, X.data(), T, Y.data(), &pool);
+        else if (k == "i8")
+          kernels::matmul_i8(reinterpret_cast<const int8_t*>(w.get()), reinterpret_cast<const uint16_t*>(w.get() + i8_bytes),
+                             rows, cols, X.data(), T, Y.data(), &pool);
         else
           kernels::matmul_mxfp4(w.get(), w.get() + packed_bytes, rows, cols, X.data(), T, Y.data(), &pool);
       };

@@ -19,7 +19,7 @@ struct KernelBenchOptions {
 };
 
 struct KernelBenchRow {
-  std::string kernel;  // "bf16", "mxfp4", "f32"
+  std::string kernel;  // "bf16", "i8" (row-int8), "mxfp4", "f32"
   size_t T = 0, rows = 0, cols = 0;
   size_t weight_bytes = 0;  // bytes of W (MXFP4: blocks + scales)
   double seconds = 0;       // best rep

@@ -15,7 +15,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--drive", o->drives, "Drive root for expert packs, DIR or DIR:MBPS (repeatable)")->required();
   cmd->add_option("--replicate-hot", o->replicate_hot, "Replicate this many experts (or 'all') on a second drive");
   cmd->add_option("--replicas-from", o->replicas_from, "Route trace ('LAYER EXPERT [COUNT]' lines) ranking experts by heat");
-  cmd->add_option("--spine", o->spine, "Spine precision: bf16 (default) | int8 (lossy; not implemented yet)");
+  cmd->add_option("--spine", o->spine, "Spine precision: bf16 (default, weight-exact) | int8 (row-int8, lossy)");
   cmd->add_option("--pause-ms", o->pause_ms, "Test aid: sleep after each unit of work")->group("");
   cmd->add_flag("--quiet", o->quiet, "No progress output");
   cmd->callback([o] {

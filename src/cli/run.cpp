@@ -93,6 +93,7 @@ int run(const RunOptions& o) {
     if (!sm_or.ok()) return fail(sm_or.message());
     sm = std::move(sm_or.value());
     for (const auto& w : sm.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    std::fprintf(stderr, "%s\n", sm.spine_line.c_str());
   } else {
     if (o.model_dir.empty()) return fail("give --model DIR or --store STORE");
     auto model_or = Model::open(o.model_dir, o.threads);

@@ -48,6 +48,7 @@ int serve(ServeOptions& o) {
     auto sm = open_store_model(o.store, o.threads);
     if (!sm.ok()) return fail(sm.message());
     for (const auto& w : sm->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    std::fprintf(stderr, "%s\n", sm->spine_line.c_str());
     model = std::move(sm->model);
     tokenizer_dir = (std::filesystem::path(o.store.store) / kSpineDirName).string();
   } else {

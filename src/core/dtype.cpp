@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace deltafin {
 
@@ -40,6 +41,45 @@ size_t dtype_size(DType t) {
     case DType::U8: case DType::I8: case DType::BOOL: return 1;
   }
   return 0;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t u;
+  if (exp == 0x1F) {
+    u = sign | 0x7F800000u | (man << 13);  // inf / NaN (payload kept)
+  } else if (exp != 0) {
+    u = sign | ((exp + 112) << 23) | (man << 13);  // rebias 15 -> 127
+  } else {
+    const float f = std::ldexp(float(man), -24);  // subnormal (or zero): exact in fp32
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t f32_to_f16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return uint16_t(sign | 0x7E00u | ((a >> 13) & 0x3FFu));  // NaN stays NaN
+  if (a >= 0x47800000u) {                                                       // >= 65536: past the last rounding step
+    return uint16_t(sign | 0x7C00u);
+  }
+  if (a >= 0x38800000u) {  // normal half range (>= 2^-14)
+    uint32_t r = a - (112u << 23);          // rebias exponent
+    r += 0xFFFu + ((r >> 13) & 1u);         // round to nearest even on the dropped 13 bits
+    if (r >= (31u << 23)) return uint16_t(sign | 0x7C00u);
+    return uint16_t(sign | (r >> 13));
+  }
+  // Subnormal half (or zero): value / 2^-24 rounded to nearest even. The
+  // scaling by a power of two is exact, nearbyint uses the default rounding.
+  const float scaled = std::ldexp(std::fabs(f), 24);
+  return uint16_t(sign | uint16_t(std::nearbyint(scaled)));  // 1024 rounds up into the smallest normal
 }
 
 float e8m0_to_f32(uint8_t s) { return std::ldexp(1.0f, int(s) - 127); }

@@ -30,6 +30,11 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t(u >> 16);
 }
 
+// IEEE half (fp16) <-> fp32. Widening is exact; narrowing rounds to nearest
+// even, overflows to infinity and keeps NaN a NaN. Used for row-int8 scales.
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
 // MXFP4 (OCP MX, E2M1 elements, E8M0 group scale over 32 inputs).
 // Element code 0..15: sign in bit 3, magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6.
 inline constexpr float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,

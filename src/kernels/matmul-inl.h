@@ -130,6 +130,40 @@ struct Bf16Rows {
   static constexpr bool kPrefetch = true;
 };
 
+// Row-int8: w = float(q) * row scale, in contract (identity) order. The
+// int8 -> int32 -> fp32 conversion is exact and the product with the row's
+// fp16-widened scale is the scalar contract's product bit for bit.
+struct I8Rows {
+  static constexpr bool kInterleaved = false;
+  const int8_t* q;
+  const uint16_t* scales;
+  size_t cols;
+  struct Row {
+    const int8_t* w;
+    float scale;
+    size_t cols;
+    HWY_INLINE void Load(size_t g, VF* out) const {
+      const DF df;
+      const hn::RebindToSigned<DF> di;
+      const hn::Rebind<int8_t, decltype(di)> d8;
+      const VF sc = hn::Set(df, scale);
+      for (size_t v = 0; v < kVecs; ++v)
+        out[v] = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + g * kLanes + v * N))), sc);
+    }
+    void LoadTail(size_t g, VF* out) const {
+      HWY_ALIGN float buf[kLanes] = {};
+      for (size_t i = g * kLanes; i < cols; ++i) buf[i - g * kLanes] = float(w[i]) * scale;
+      for (size_t v = 0; v < kVecs; ++v) out[v] = hn::Load(DF(), buf + v * N);
+    }
+    // One cache line holds two groups: fetch every other group, 1 KiB ahead.
+    HWY_INLINE void Prefetch(size_t g) const {
+      if ((g & 1) == 0) hwy::Prefetch(w + (g + 32) * kLanes);
+    }
+  };
+  Row row(size_t o) const { return Row{q + o * cols, f16_to_f32(scales[o]), cols}; }
+  static constexpr bool kPrefetch = true;
+};
+
 // 2^(s-127) for every scale byte, computed by the same function as the scalar
 // contract so the products below are the same IEEE multiplications.
 struct E8M0Table {
@@ -338,6 +372,11 @@ void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size
   Run(Mxfp4Rows{packed, scales, cols, e8m0_table().v}, rows, cols, X, T, Y, pool);
 }
 
+void MatmulI8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols, const float* X, size_t T, float* Y,
+              ThreadPool* pool) {
+  Run(I8Rows{q, scales, cols}, rows, cols, X, T, Y, pool);
+}
+
 float DotF32(const float* a, const float* b, size_t n) {
   const DF df;
   VF acc[kVecs];
@@ -367,6 +406,10 @@ void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, siz
 void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t T,
                  float* Y, ThreadPool* pool) {
   scalar_rows_mxfp4(packed, scales, rows, cols, X, T, Y, pool);
+}
+void MatmulI8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols, const float* X, size_t T, float* Y,
+              ThreadPool* pool) {
+  scalar_rows_i8(q, scales, rows, cols, X, T, Y, pool);
 }
 float DotF32(const float* a, const float* b, size_t n) { return scalar::dot_f32(a, b, n); }
 

@@ -22,6 +22,7 @@ namespace deltafin::kernels {
 HWY_EXPORT(MatmulF32);
 HWY_EXPORT(MatmulBf16);
 HWY_EXPORT(MatmulMxfp4);
+HWY_EXPORT(MatmulI8);
 HWY_EXPORT(DotF32);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(UsesSimd);
@@ -38,6 +39,11 @@ void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, si
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
                   size_t T, float* Y, ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(MatmulMxfp4)(packed, scales, rows, cols, X, T, Y, pool);
+}
+
+void matmul_i8(const int8_t* q, const uint16_t* scales_f16, size_t rows, size_t cols, const float* X, size_t T,
+               float* Y, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(MatmulI8)(q, scales_f16, rows, cols, X, T, Y, pool);
 }
 
 float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n); }

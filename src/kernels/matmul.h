@@ -8,7 +8,8 @@
 // THE REDUCTION ORDER (the contract every implementation must meet bit for bit,
 // whatever the SIMD target, T, or thread count):
 //   w_i is the weight widened exactly to fp32 (BF16: top half; MXFP4:
-//   e2m1(code) * 2^(scale-127), an exact fp32 product).
+//   e2m1(code) * 2^(scale-127), an exact fp32 product; row-int8:
+//   float(q) * f16_to_f32(row scale), also exact: 7 x 11 significant bits).
 //   32 partial sums acc[0..31] start at +0.0f. For i = 0 .. roundup(cols,32)-1
 //   (elements past cols are w=0, x=0): acc[i % 32] = fma(w_i, x_i, acc[i % 32]).
 //   Then a fixed pairwise tree: for h in 16, 8, 4, 2, 1: acc[j] = acc[j] + acc[j+h]
@@ -32,6 +33,9 @@ void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t
 // [rows, cols/32] E8M0. cols must be a multiple of 32.
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
                   size_t T, float* Y, ThreadPool* pool);
+// Row-int8 (core/row_int8.h): q [rows, cols] int8, one IEEE-half scale per row.
+void matmul_i8(const int8_t* q, const uint16_t* scales_f16, size_t rows, size_t cols, const float* X, size_t T,
+               float* Y, ThreadPool* pool);
 
 // A single dot product with the same order (used for attention and norms of
 // small vectors where a matrix product does not fit).
@@ -43,6 +47,8 @@ void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, si
 void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y);
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
                   size_t T, float* Y);
+void matmul_i8(const int8_t* q, const uint16_t* scales_f16, size_t rows, size_t cols, const float* X, size_t T,
+               float* Y);
 float dot_f32(const float* a, const float* b, size_t n);
 }  // namespace scalar
 

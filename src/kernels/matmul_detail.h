@@ -24,6 +24,8 @@ void scalar_rows_bf16(const uint16_t* W, size_t rows, size_t cols, const float* 
                       ThreadPool* pool);
 void scalar_rows_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
                        size_t T, float* Y, ThreadPool* pool);
+void scalar_rows_i8(const int8_t* q, const uint16_t* scales_f16, size_t rows, size_t cols, const float* X, size_t T,
+                    float* Y, ThreadPool* pool);
 
 // Highway targets compiled into the kernels and supported by this CPU (as
 // HWY_* bits), best first. Tests pin each with hwy::SetSupportedTargetsForTest.

@@ -42,4 +42,13 @@ void scalar_rows_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows
   });
 }
 
+void scalar_rows_i8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols, const float* X, size_t T,
+                    float* Y, ThreadPool* pool) {
+  for_rows(rows, T, Y, pool, [&](size_t t, size_t o) {
+    float y;
+    scalar::matmul_i8(q + o * cols, scales + o, 1, cols, X + t * cols, 1, &y);
+    return y;
+  });
+}
+
 }  // namespace deltafin::kernels

@@ -55,4 +55,14 @@ void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, siz
     }
 }
 
+void matmul_i8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols, const float* X, size_t T,
+               float* Y) {
+  for (size_t t = 0; t < T; ++t)
+    for (size_t o = 0; o < rows; ++o) {
+      const int8_t* w = q + o * cols;
+      const float s = f16_to_f32(scales[o]);
+      Y[t * rows + o] = ordered_dot(cols, X + t * cols, [w, s](size_t i) { return float(w[i]) * s; });
+    }
+}
+
 }  // namespace deltafin::kernels::scalar

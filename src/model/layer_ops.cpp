@@ -17,6 +17,8 @@ void rms_norm(const float* x, const float* w, size_t n, float eps, float* out) {
 void matmul_rows(const Matrix& m, size_t row0, size_t nrows, const float* X, size_t T, float* Y, ThreadPool* pool) {
   if (m.dtype == DType::BF16)
     kernels::matmul_bf16(m.bf16() + row0 * m.cols, nrows, m.cols, X, T, Y, pool);
+  else if (m.dtype == DType::I8)
+    kernels::matmul_i8(m.i8() + row0 * m.cols, m.row_scales + row0, nrows, m.cols, X, T, Y, pool);
   else
     kernels::matmul_f32(m.f32() + row0 * m.cols, nrows, m.cols, X, T, Y, pool);
 }

@@ -28,7 +28,7 @@ inline float situ(float g, float u, float beta, float linear_beta) {
 // out = w ⊙ (x * rsqrt(mean(x²) + eps)); w == nullptr gives RMS0. out may alias x.
 void rms_norm(const float* x, const float* w, size_t n, float eps, float* out);
 
-// Y[T][rows] = X[T][cols] · Mᵀ for a BF16 or F32 spine matrix.
+// Y[T][rows] = X[T][cols] · Mᵀ for a BF16, row-int8 or F32 spine matrix.
 void matmul(const Matrix& m, const float* X, size_t T, float* Y, ThreadPool* pool);
 
 // Y[T][rows] for rows [row0, row0+nrows) of m only.

@@ -40,24 +40,23 @@ void mla(const ModelConfig& cfg, const LayerWeights& w, MlaLayerCache& cache, in
   }
 
   const float scale = 1.0f / std::sqrt(float(QD));
-  const uint16_t* kvb = w.kv_b_proj.bf16();
   for (size_t t = 0; t < T; ++t) {
     const size_t npos = len0 + t + 1;
     pool->parallel_for(NH, 1, [&](size_t h0, size_t h1) {
-      thread_local std::vector<float> qlat, scores, olat;  // reused per thread
+      thread_local std::vector<float> qlat, scores, olat, wrow;  // reused per thread
       qlat.resize(KVR);
+      wrow.resize(KVR);
       scores.resize(npos);
       olat.resize(KVR);
       for (size_t h = h0; h < h1; ++h) {
         const float* qh = q + (t * NH + h) * QD;
-        const uint16_t* wk = kvb + h * KVB * KVR;        // key rows [NOPE][KVR]
-        const uint16_t* wv = kvb + (h * KVB + NOPE) * KVR;  // value rows [V][KVR]
-        // qlat[c] = sum_d qn[d] * Wk[d][c], d in order.
+        // Head h's key rows are kv_b_proj rows h*KVB .. +NOPE, its value rows the next V.
+        // qlat[c] = sum_d qn[d] * Wk[d][c], d in order (each row widened exactly first).
         std::fill(qlat.begin(), qlat.end(), 0.0f);
         for (size_t d = 0; d < NOPE; ++d) {
           const float qd = qh[d];
-          const uint16_t* row = wk + d * KVR;
-          for (size_t c = 0; c < KVR; ++c) qlat[c] = qlat[c] + qd * bf16_to_f32(row[c]);
+          w.kv_b_proj.row_f32(h * KVB + d, wrow.data());
+          for (size_t c = 0; c < KVR; ++c) qlat[c] = qlat[c] + qd * wrow[c];
         }
         float mx = -INFINITY;
         for (size_t p = 0; p < npos; ++p) {
@@ -79,7 +78,7 @@ void mla(const ModelConfig& cfg, const LayerWeights& w, MlaLayerCache& cache, in
           for (size_t c = 0; c < KVR; ++c) olat[c] = olat[c] + a * lat[c];
         }
         float* oh = o + (t * NH + h) * V;
-        kernels::matmul_bf16(wv, V, KVR, olat.data(), 1, oh, nullptr);
+        ops::matmul_rows(w.kv_b_proj, h * KVB + NOPE, V, olat.data(), 1, oh, nullptr);
         for (size_t j = 0; j < V; ++j) oh[j] = oh[j] * ops::sigmoid(gate[(t * NH + h) * V + j]);
       }
     });

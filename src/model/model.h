@@ -41,6 +41,8 @@ class Model {
 
   const ModelConfig& config() const { return cfg_; }
   const Checkpoint& checkpoint() const { return *ck_; }
+  // Spine matrices stored row-int8 (lossy); 0 for a weight-exact spine.
+  size_t int8_matrices() const { return w_.int8_matrices; }
   Session new_session() const { return Session::create(cfg_); }
 
   // forward(rows): runs `tokens` at positions session.length .. +T-1 layer by

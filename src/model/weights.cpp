@@ -1,6 +1,9 @@
 #include "model/weights.h"
 
+#include <cmath>
 #include <cstring>
+
+#include "core/row_int8.h"
 
 namespace deltafin {
 
@@ -10,17 +13,55 @@ std::string expert_tensor_name(int layer, int expert, const char* part, const ch
   return fmt::format("language_model.model.layers.{}.block_sparse_moe.experts.{}.{}.{}", layer, expert, part, kind);
 }
 
+void Matrix::row_f32(size_t r, float* out) const {
+  const size_t n = size_t(cols);
+  if (dtype == DType::I8) {
+    const int8_t* q = i8() + r * n;
+    const float s = f16_to_f32(row_scales[r]);
+    for (size_t c = 0; c < n; ++c) out[c] = float(q[c]) * s;
+  } else if (dtype == DType::BF16) {
+    const uint16_t* w = bf16() + r * n;
+    for (size_t c = 0; c < n; ++c) out[c] = bf16_to_f32(w[c]);
+  } else {
+    std::memcpy(out, f32() + r * n, n * sizeof(float));
+  }
+}
+
 namespace {
 
 struct Binder {
   const Checkpoint& ck;
+  size_t int8_matrices = 0;
 
-  Result<Matrix> matrix(const std::string& name, int rows, int cols) {
-    DF_ASSIGN(const TensorInfo* t, ck.require(name, DType::BF16, {rows, cols}));
+  // BF16, or row-int8 (I8 plus its F16 [rows] scale tensor) when `int8_ok`.
+  Result<Matrix> matrix(const std::string& name, int rows, int cols, bool int8_ok = true) {
     Matrix m;
-    m.dtype = DType::BF16;
     m.rows = rows;
     m.cols = cols;
+    const TensorInfo* found = ck.find(name);
+    if (int8_ok && found && found->dtype == DType::I8) {
+      DF_ASSIGN(const TensorInfo* t, ck.require(name, DType::I8, {rows, cols}));
+      const std::string sn = row_int8_scale_name(name);
+      DF_ASSIGN(const TensorInfo* s, ck.require(sn, DType::F16, {rows}));
+      if (reinterpret_cast<uintptr_t>(s->data) % alignof(uint16_t) != 0)
+        return error("{}: tensor '{}': F16 data at an odd byte offset", *s->file, sn);
+      const uint16_t* sc = reinterpret_cast<const uint16_t*>(s->data);
+      for (int r = 0; r < rows; ++r) {
+        uint16_t h;
+        std::memcpy(&h, sc + r, 2);
+        const float f = f16_to_f32(h);
+        if (!std::isfinite(f) || f <= 0.0f)
+          return error("{}: tensor '{}': row {} scale {} (must be finite and positive)", *s->file, sn, r, f);
+      }
+      m.dtype = DType::I8;
+      m.data = t->data;
+      m.row_scales = sc;
+      m.name = &t->name;
+      ++int8_matrices;
+      return m;
+    }
+    DF_ASSIGN(const TensorInfo* t, ck.require(name, DType::BF16, {rows, cols}));
+    m.dtype = DType::BF16;
     m.data = t->data;
     m.name = &t->name;
     return m;
@@ -117,7 +158,7 @@ Result<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig&
   Binder b{ck};
   ModelWeights w;
   const int H = c.hidden;
-  DF_ASSIGN(w.embed, b.matrix("language_model.model.embed_tokens.weight", c.vocab, H));
+  DF_ASSIGN(w.embed, b.matrix("language_model.model.embed_tokens.weight", c.vocab, H, /*int8_ok=*/false));
   DF_ASSIGN(w.lm_head, b.matrix("language_model.lm_head.weight", c.vocab, H));
   DF_ASSIGN(w.final_norm, b.vec("language_model.model.norm.weight", DType::BF16, {H}));
   DF_ASSIGN(w.out_res_norm, b.vec("language_model.model.output_attn_res_norm.weight", DType::BF16, {H}));
@@ -137,6 +178,7 @@ Result<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig&
     DF_TRY(bind_ffn(b, c, p, L));
     w.layers.push_back(std::move(L));
   }
+  w.int8_matrices = b.int8_matrices;
   return w;
 }
 

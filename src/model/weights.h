@@ -11,14 +11,19 @@
 
 namespace deltafin {
 
-// A BF16 or F32 matrix [rows, cols], row-major, viewed in place.
+// A BF16, F32 or row-int8 (I8 + one F16 scale per row, core/row_int8.h)
+// matrix [rows, cols], row-major, viewed in place.
 struct Matrix {
   DType dtype = DType::BF16;
   int rows = 0, cols = 0;
   const void* data = nullptr;
+  const uint16_t* row_scales = nullptr;  // I8 only: F16 [rows]
   const std::string* name = nullptr;
   const uint16_t* bf16() const { return static_cast<const uint16_t*>(data); }
   const float* f32() const { return static_cast<const float*>(data); }
+  const int8_t* i8() const { return static_cast<const int8_t*>(data); }
+  // Row r widened exactly to fp32 (the weights the kernels multiply by).
+  void row_f32(size_t r, float* out) const;
 };
 
 struct LayerWeights {
@@ -49,8 +54,9 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Matrix embed;    // BF16 [vocab, hidden]
-  Matrix lm_head;  // BF16 [vocab, hidden]
+  Matrix embed;    // BF16 [vocab, hidden] (always: tokens read its rows)
+  Matrix lm_head;  // BF16 or row-int8 [vocab, hidden]
+  size_t int8_matrices = 0;  // how many matrices are row-int8 (0: the spine is weight-exact)
   std::vector<float> final_norm, out_res_norm, out_res_proj;
   std::vector<LayerWeights> layers;
 

@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "store/fs_util.h"
 #include "store/manifest.h"
+#include "store/spine_pack.h"
 
 namespace deltafin {
 
@@ -133,6 +134,13 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
   rows.push_back({full ? "store: spine files (size + checksum)" : "store: spine files (size)",
                   spine_bad.empty() ? Verdict::Pass : Verdict::Fail,
                   spine_bad.empty() ? fmt::format("{} files, {:.1f} MB of tensors", m.spine_files.size(), spine_bytes / 1e6) : spine_bad});
+
+  // The spine's precision: row-int8 is an explicit, lossy choice and says so.
+  rows.push_back({"store: spine precision", m.spine_dtype == "int8" ? Verdict::Warn : Verdict::Pass,
+                  m.spine_dtype == "int8"
+                      ? fmt::format("{}: matrices quantized per row (spec §4.3), logits are not those of the checkpoint",
+                                    spine_label(m.spine_dtype))
+                      : spine_label(m.spine_dtype)});
 
   // Resident plan: the spine plus one layer's worth of expert buffers.
   const uint64_t arena = std::min<uint64_t>(uint64_t(m.num_experts) * m.span_bytes, 8ull << 30);

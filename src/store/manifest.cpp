@@ -48,6 +48,9 @@ std::string Manifest::to_json() const {
   for (const auto& f : source_files) src["files"].push_back({{"name", f.name}, {"size", f.size}, {"sha256", f.sha256}});
   j["checkpoint"] = src;
   json spine = {{"dtype", spine_dtype}, {"dir", kSpineDirName}, {"files", json::array()}};
+  // Informational (parse reads only dtype): what a reader of the JSON needs to know.
+  spine["weight_exact"] = spine_dtype != "int8";
+  if (spine_dtype == "int8") spine["codec"] = "row-i8/f16-scale";
   for (const auto& f : spine_files) spine["files"].push_back(file_json(f, true));
   j["spine"] = spine;
   j["model"] = {{"num_layers", num_layers}, {"num_experts", num_experts}, {"expert_bytes", expert_bytes},
@@ -98,6 +101,8 @@ Result<Manifest> Manifest::parse(const std::string& text, const std::string& whe
       m.source_files.push_back({f.at("name").get<std::string>(), f.at("size").get<uint64_t>(), f.at("sha256").get<std::string>()});
     const auto& spine = j.at("spine");
     m.spine_dtype = spine.at("dtype").get<std::string>();
+    if (m.spine_dtype != "bf16" && m.spine_dtype != "int8")
+      return error("{}: spine dtype '{}': expected bf16 or int8", where, m.spine_dtype);
     for (const auto& f : spine.at("files")) {
       StoreFile s{f.at("name").get<std::string>(), f.at("size").get<uint64_t>(), {}};
       if (!safe_name(s.name)) return error("{}: spine file name '{}' is invalid", where, s.name);

@@ -121,9 +121,9 @@ Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Un
 }  // namespace
 
 Status prepare_store(const PrepareOptions& o) {
-  if (o.spine == "int8")
-    return error("--spine int8: not implemented yet (the row-int8 spine needs engine kernels that do not exist); use --spine bf16");
-  if (o.spine != "bf16") return error("--spine '{}': expected bf16 or int8", o.spine);
+  auto format_or = spine_format_from_name(o.spine);
+  if (!format_or.ok()) return error("--spine '{}': expected bf16 or int8 (row-int8, lossy)", o.spine);
+  const SpineFormat spine_format = *format_or;
   if (o.drives.empty()) return error("give at least one --drive DIR");
   std::vector<std::string> roots;
   std::vector<double> given;
@@ -250,10 +250,11 @@ Status prepare_store(const PrepareOptions& o) {
       prog.add(g.bytes());
       continue;
     }
-    if (link_source_spine && link_spine_group(*ck, g, path + ".tmp")) {
+    // A generated spine is already in pack layout: link it (BF16 only; int8 converts).
+    if (link_source_spine && spine_format == SpineFormat::BF16 && link_spine_group(*ck, g, path + ".tmp")) {
       prog.add(g.bytes());
     } else {
-      DF_TRY(write_spine_group(g, path + ".tmp", &prog));
+      DF_TRY(write_spine_group(g, spine_format, path + ".tmp", &prog));
     }
     DF_TRY(fsync_path(path + ".tmp"));
     DF_ASSIGN(Hash128 h, xxh3_128_file(path + ".tmp"));
@@ -264,7 +265,7 @@ Status prepare_store(const PrepareOptions& o) {
   }
   {
     const std::string idx = (fs::path(spine_dir) / "model.safetensors.index.json").string();
-    DF_TRY(write_spine_index(groups, idx + ".tmp"));
+    DF_TRY(write_spine_index(groups, spine_format, idx + ".tmp"));
     DF_TRY(fsync_path(idx + ".tmp"));
     DF_TRY(rename_durable(idx + ".tmp", idx));
     std::vector<std::string> side = spine_side_files(o.model_dir);
@@ -348,9 +349,13 @@ Status prepare_store(const PrepareOptions& o) {
   if (!o.quiet) {
     uint64_t copies = 0;
     for (const auto& x : man.experts) copies += x.at.size();
-    std::fprintf(stderr, "store %s: %llu experts (%llu replicas, %s) on %zu drives, spine %zu files\n", out.c_str(),
-                 (unsigned long long)total_experts, (unsigned long long)(copies - total_experts),
-                 payloads->describe().c_str(), roots.size(), spine_files.size());
+    uint64_t spine_bytes = 0;
+    for (const auto& f : spine_files)
+      if (f.name.ends_with(".safetensors")) spine_bytes += f.size;
+    std::fprintf(stderr, "store %s: %llu experts (%llu replicas, %s) on %zu drives, spine %s: %zu files, %.1f MB\n",
+                 out.c_str(), (unsigned long long)total_experts, (unsigned long long)(copies - total_experts),
+                 payloads->describe().c_str(), roots.size(), spine_label(o.spine).c_str(), spine_files.size(),
+                 spine_bytes / 1e6);
   }
   return {};
 }

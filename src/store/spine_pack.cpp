@@ -9,6 +9,7 @@
 #include <map>
 
 #include "checkpoint/writer.h"
+#include "core/row_int8.h"
 #include "model/memory_plan.h"
 
 namespace deltafin {
@@ -30,7 +31,42 @@ int layer_of(const std::string& name) {
 }
 
 TensorSpec spec_of(const TensorInfo& t) { return TensorSpec{t.name, t.dtype, t.shape}; }
+
+bool converted(const TensorInfo& t, SpineFormat f) { return f == SpineFormat::RowInt8 && spine_int8_selected(t); }
 }  // namespace
+
+Result<SpineFormat> spine_format_from_name(const std::string& name) {
+  if (name == "bf16") return SpineFormat::BF16;
+  if (name == "int8") return SpineFormat::RowInt8;
+  return error("spine dtype '{}': expected bf16 or int8", name);
+}
+
+std::string spine_label(const std::string& dtype) {
+  if (dtype == "int8") return "row-int8 (lossy)";
+  if (dtype == "bf16") return "BF16 (weight-exact)";
+  return fmt::format("'{}' (unknown)", dtype);
+}
+
+bool spine_int8_selected(const TensorInfo& t) {
+  if (t.dtype != DType::BF16 || t.shape.size() != 2 || t.numel() % 2 != 0) return false;
+  for (std::string_view skip : {"conv1d", "norm", "A_log", "dt_bias", "res_proj", "e_score_correction_bias",
+                                ".experts.", "vision", "mm_projector", "embed_tokens"})
+    if (t.name.find(skip) != std::string::npos) return false;
+  return true;
+}
+
+std::vector<TensorSpec> spine_group_specs(const SpineGroup& g, SpineFormat format) {
+  std::vector<TensorSpec> specs;
+  for (auto* t : g.tensors) {
+    if (!converted(*t, format)) {
+      specs.push_back(spec_of(*t));
+      continue;
+    }
+    specs.push_back(TensorSpec{t->name, DType::I8, t->shape});
+    specs.push_back(TensorSpec{row_int8_scale_name(t->name), DType::F16, {t->shape[0]}});
+  }
+  return specs;
+}
 
 uint64_t SpineGroup::bytes() const {
   uint64_t b = 0;
@@ -60,15 +96,32 @@ std::vector<SpineGroup> spine_groups(const Checkpoint& ck) {
   return out;
 }
 
-Status write_spine_group(const SpineGroup& g, const std::string& path, Progress* progress) {
-  std::vector<TensorSpec> specs;
+Status write_spine_group(const SpineGroup& g, SpineFormat format, const std::string& path, Progress* progress) {
   std::map<std::string, const TensorInfo*> src;
-  for (auto* t : g.tensors) specs.push_back(spec_of(*t)), src[t->name] = t;
-  return write_safetensors(path, specs, [&](const TensorSpec& s, std::span<uint8_t> out) {
+  for (auto* t : g.tensors) src[t->name] = t;
+  // A converted matrix is quantized when its I8 tensor is written; its scale
+  // tensor comes next in the file, so the scales wait here until then.
+  std::vector<uint16_t> scales;
+  Status failed;
+  Status written = write_safetensors(path, spine_group_specs(g, format), [&](const TensorSpec& s, std::span<uint8_t> out) {
+    if (s.dtype == DType::F16 && !src.count(s.name)) {  // a row_scale tensor
+      std::memcpy(out.data(), scales.data(), out.size());
+      return;
+    }
     const TensorInfo* t = src.at(s.name);
-    std::memcpy(out.data(), t->data, out.size());
-    if (progress) progress->add(out.size());
+    if (s.dtype == DType::I8) {
+      scales.assign(size_t(t->shape[0]), 0);
+      Status st = quantize_rows_int8(reinterpret_cast<const uint16_t*>(t->data), size_t(t->shape[0]),
+                                     size_t(t->shape[1]), reinterpret_cast<int8_t*>(out.data()), scales.data(),
+                                     fmt::format("{}: tensor '{}'", *t->file, t->name));
+      if (!st.ok() && failed.ok()) failed = st;
+    } else {
+      std::memcpy(out.data(), t->data, out.size());
+    }
+    if (progress) progress->add(t->nbytes);  // source bytes: the progress total counts those
   });
+  DF_TRY(failed);
+  return written;
 }
 
 bool link_spine_group(const Checkpoint& ck, const SpineGroup& g, const std::string& path) {
@@ -85,13 +138,12 @@ bool link_spine_group(const Checkpoint& ck, const SpineGroup& g, const std::stri
   return false;
 }
 
-Status write_spine_index(const std::vector<SpineGroup>& groups, const std::string& path) {
+Status write_spine_index(const std::vector<SpineGroup>& groups, SpineFormat format, const std::string& path) {
   std::vector<std::string> names;
   std::vector<std::vector<TensorSpec>> shards;
   for (const auto& g : groups) {
     names.push_back(g.file);
-    shards.emplace_back();
-    for (auto* t : g.tensors) shards.back().push_back(spec_of(*t));
+    shards.push_back(spine_group_specs(g, format));
   }
   return write_safetensors_index(path, names, shards);
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "io/probe.h"
+#include "store/spine_pack.h"
 
 namespace deltafin {
 
@@ -32,12 +33,22 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   sm.source = src.get();
   std::unique_ptr<ExpertSource> experts = std::move(src);
   DF_ASSIGN(sm.model, Model::open_with(std::move(spine), std::move(experts), threads));
+  // The manifest's label and the tensors must agree: a lossy spine is never
+  // run under the weight-exact name (or the other way round).
+  const size_t i8 = sm.model->int8_matrices();
+  if ((man.spine_dtype == "int8") != (i8 > 0))
+    return error("{}: manifest says spine {} but the spine holds {} row-int8 matrices", o.store, man.spine_dtype, i8);
+  sm.spine_line = man.spine_dtype == "int8"
+                      ? fmt::format("store: spine {}: {} matrices row-int8, logits are not those of the BF16 checkpoint",
+                                    spine_label(man.spine_dtype), i8)
+                      : fmt::format("store: spine {}", spine_label(man.spine_dtype));
   return sm;
 }
 
 std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall,
                                            double wait) {
   std::vector<std::string> out;
+  out.push_back(fmt::format("store: spine {}", spine_label(src.manifest().spine_dtype)));
   const io::EngineStats s = src.engine().stats();
   const int qd = src.engine().options().queue_depth;
   out.push_back(fmt::format("store: {} reads ok, {} retried on a replica, {} failed, {} split across replicas; verify {}",

@@ -28,6 +28,7 @@ struct StoreModel {
   std::unique_ptr<Model> model;
   StoreExpertSource* source = nullptr;  // owned by model
   std::vector<std::string> warnings;
+  std::string spine_line;  // "store: spine row-int8 (lossy) ..." for the startup output
 };
 
 // The spine from STORE/spine, the experts through a StoreExpertSource.
@@ -35,7 +36,8 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads);
 
 // --stats lines: bytes per drive and purpose, achieved MB/s (bytes over busy
 // time) next to a raw O_DIRECT probe at the engine's queue depth, share of
-// wall time spent waiting for experts, checksum time, I/O mode, retries.
+// wall time spent waiting for experts, checksum time, I/O mode, retries, and
+// the spine's precision label.
 std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall_seconds,
                                            double wait_seconds);
 

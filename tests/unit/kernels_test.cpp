@@ -72,6 +72,25 @@ Mxfp4Matrix wild_mxfp4(size_t rows, size_t cols, std::mt19937& rng) {
   return m;
 }
 
+struct I8Matrix {
+  std::vector<int8_t> q;
+  std::vector<uint16_t> scales;  // F16
+};
+
+// Every int8 value (including -128, which the quantizer never writes but the
+// kernel must still treat as the contract says); scales over the whole normal
+// and subnormal half range, most near 1.
+I8Matrix wild_i8(size_t rows, size_t cols, std::mt19937& rng) {
+  I8Matrix m;
+  m.q.resize(rows * cols);
+  m.scales.resize(rows);
+  std::uniform_int_distribution<int> byte(-128, 127), any_half(1, 0x7BFF), pick(0, 3);
+  std::normal_distribution<float> near(0.0f, 0.5f);
+  for (auto& q : m.q) q = int8_t(byte(rng));
+  for (auto& s : m.scales) s = uint16_t(pick(rng) == 0 ? any_half(rng) : f32_to_f16(std::exp(near(rng)))) | uint16_t(pick(rng) == 1 ? 0x8000 : 0);
+  return m;
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -124,6 +143,13 @@ void check_current_target(Pools& pools, std::mt19937& rng) {
     check_all("bf16", rows, cols, X, pools,
               [&](const float* x, size_t T, float* y, ThreadPool* p) { matmul_bf16(Wb.data(), rows, cols, x, T, y, p); },
               [&](const float* x, size_t T, float* y) { scalar::matmul_bf16(Wb.data(), rows, cols, x, T, y); });
+    const auto Wq = wild_i8(rows, cols, rng);
+    check_all(
+        "i8", rows, cols, X, pools,
+        [&](const float* x, size_t T, float* y, ThreadPool* p) {
+          matmul_i8(Wq.q.data(), Wq.scales.data(), rows, cols, x, T, y, p);
+        },
+        [&](const float* x, size_t T, float* y) { scalar::matmul_i8(Wq.q.data(), Wq.scales.data(), rows, cols, x, T, y); });
   }
   const std::vector<std::pair<size_t, size_t>> mx_shapes = {{1, 32}, {7, 64}, {18, 96}, {37, 320}};
   for (auto [rows, cols] : mx_shapes) {
@@ -184,15 +210,21 @@ TEST(Kernels, ResultsAreTheMatrixProduct) {
   for (size_t i = 0; i < W.size(); ++i) W[i] = bf16_to_f32(Wb[i] = f32_to_bf16(u(rng)));
   auto m = wild_mxfp4(rows, cols, rng);
   for (auto& s : m.scales) s = uint8_t(120 + s % 10);
+  auto q = wild_i8(rows, cols, rng);
+  std::vector<float> Yq(T * rows);
   ThreadPool pool(2);
+  matmul_i8(q.q.data(), q.scales.data(), rows, cols, X.data(), T, Yq.data(), &pool);
   matmul_f32(W.data(), rows, cols, X.data(), T, Y.data(), &pool);
   matmul_bf16(Wb.data(), rows, cols, X.data(), T, Yb.data(), &pool);
   matmul_mxfp4(m.packed.data(), m.scales.data(), rows, cols, X.data(), T, Ym.data(), &pool);
   for (size_t t = 0; t < T; ++t)
     for (size_t o = 0; o < rows; ++o) {
-      double want = 0, want_mx = 0;
+      double want = 0, want_mx = 0, want_q = 0, mag_q = 0;
       for (size_t i = 0; i < cols; ++i) {
         want += double(W[o * cols + i]) * X[t * cols + i];
+        const double wq = double(q.q[o * cols + i]) * double(f16_to_f32(q.scales[o]));
+        want_q += wq * X[t * cols + i];
+        mag_q += std::abs(wq * X[t * cols + i]);
         const uint8_t byte = m.packed[o * cols / 2 + i / 2];
         const double w = kE2M1[(i & 1) ? byte >> 4 : byte & 15] * std::ldexp(1.0, m.scales[o * cols / 32 + i / 32] - 127);
         want_mx += w * X[t * cols + i];
@@ -200,6 +232,7 @@ TEST(Kernels, ResultsAreTheMatrixProduct) {
       EXPECT_NEAR(Y[t * rows + o], want, 1e-4);
       EXPECT_NEAR(Yb[t * rows + o], want, 1e-4);
       EXPECT_NEAR(Ym[t * rows + o], want_mx, 1e-4 * std::max(1.0, std::abs(want_mx)));
+      EXPECT_NEAR(Yq[t * rows + o], want_q, 1e-5 * std::max(1.0, mag_q));
     }
 }
 

@@ -258,13 +258,5 @@ TEST_F(StoreFaults, IncompleteStoreIsRefused) {
   EXPECT_NE(run_command(kBin + " doctor --store " + store + " > /dev/null"), 0);
 }
 
-TEST_F(StoreFaults, SpineInt8IsAnHonestError) {
-  std::string cmd = kBin + " prepare --quiet --model " + tiny_model(11) + " --out " + dir + "/s8 --drive " + dir +
-                    "/d:100 --spine int8 2> " + dir + "/p.err";
-  EXPECT_NE(run_command(cmd), 0);
-  EXPECT_NE(slurp(dir + "/p.err").find("not implemented yet"), std::string::npos);
-  EXPECT_FALSE(fs::exists(dir + "/s8/manifest.json"));
-}
-
 }  // namespace
 }  // namespace deltafin
