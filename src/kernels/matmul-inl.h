@@ -137,7 +137,7 @@ struct Bf16Rows {
 // products[s] holds the 16 decoded values kE2M1[k] * 2^(s-127) of a group
 // with scale byte s, each the scalar contract's own fp32 product: one 64-byte
 // line per scale (16 KiB in all, of which a model touches the few lines of
-// the scales it uses), so the AVX-512 decode looks values up instead of
+// the scales it uses), so the decode looks values up instead of
 // multiplying a table per group.
 struct E8M0Table {
   float v[256];
@@ -168,9 +168,9 @@ struct Mxfp4Rows {
     const uint8_t* scales;  // this row's scales
     const E8M0Table* e8m0;
 
-    // w = kE2M1[code] * scale: the 16 products of the group's scale come
-    // from one vector multiply (each the scalar's product bit for bit), then
-    // each element picks its product by a lane permute on its nibble.
+    // w = kE2M1[code] * scale: the group's 16 products (each the scalar's
+    // product bit for bit) are looked up by scale byte, then each element
+    // picks its product by a lane permute on its nibble.
     HWY_INLINE void Load(size_t g, VF* w) const {
       const DF df;
       const DU du;
@@ -185,12 +185,12 @@ struct Mxfp4Rows {
       w[1] = VF{_mm512_permutexvar_ps(hn::ShiftRight<4>(u).raw, tbl.raw)};
 #elif HWY_TARGET == HWY_AVX2
       static_assert(N == 8);
-      const VF sc = hn::Set(df, e8m0->v[scales[g]]);
       // Codes 0..7 and 8..15 each fill one 8-lane table; bit 3 of the code
       // (moved to the sign bit) selects between them. vpermps reads only the
       // low 3 index bits.
-      const VF pos_tbl = hn::Mul(hn::LoadU(df, kE2M1), sc);
-      const VF neg_tbl = hn::Mul(hn::LoadU(df, kE2M1 + 8), sc);
+      const float* products = e8m0->products[scales[g]];
+      const VF pos_tbl = hn::Load(df, products);
+      const VF neg_tbl = hn::Load(df, products + 8);
       for (size_t c = 0; c < 2; ++c) {
         const auto u = hn::PromoteTo(du, hn::LoadU(d8, p + c * 8));
         const auto hi = hn::ShiftRight<4>(u);
