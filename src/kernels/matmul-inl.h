@@ -96,6 +96,7 @@ struct F32Rows {
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
   static constexpr bool kPrefetch = false;
+  static constexpr bool kCostlyDecode = false;
 };
 
 struct Bf16Rows {
@@ -128,6 +129,7 @@ struct Bf16Rows {
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
   static constexpr bool kPrefetch = true;
+  static constexpr bool kCostlyDecode = false;
 };
 
 // Row-int8: w = float(q) * row scale, in contract (identity) order. The
@@ -135,6 +137,7 @@ struct Bf16Rows {
 // fp16-widened scale is the scalar contract's product bit for bit.
 struct I8Rows {
   static constexpr bool kInterleaved = false;
+  static constexpr bool kCostlyDecode = false;  // 4 x 2 tiles, as measured when the kernel landed
   const int8_t* q;
   const uint16_t* scales;
   size_t cols;
@@ -166,10 +169,19 @@ struct I8Rows {
 
 // 2^(s-127) for every scale byte, computed by the same function as the scalar
 // contract so the products below are the same IEEE multiplications.
+// products[s] holds the 16 decoded values kE2M1[k] * 2^(s-127) of a group
+// with scale byte s, each the scalar contract's own fp32 product: one 64-byte
+// line per scale (16 KiB in all, of which a model touches the few lines of
+// the scales it uses), so the decode looks values up instead of
+// multiplying a table per group.
 struct E8M0Table {
   float v[256];
+  alignas(64) float products[256][16];
   E8M0Table() {
-    for (int s = 0; s < 256; ++s) v[s] = e8m0_to_f32(uint8_t(s));
+    for (int s = 0; s < 256; ++s) {
+      v[s] = e8m0_to_f32(uint8_t(s));
+      for (int k = 0; k < 16; ++k) products[s][k] = kE2M1[k] * v[s];
+    }
   }
 };
 inline const E8M0Table& e8m0_table() {
@@ -184,26 +196,25 @@ struct Mxfp4Rows {
   const uint8_t* packed;
   const uint8_t* scales;
   size_t cols;
-  const float* e8m0;  // e8m0_table().v
+  const E8M0Table* e8m0;
 
   struct Row {
     const uint8_t* packed;  // this row's blocks
     const uint8_t* scales;  // this row's scales
-    const float* e8m0;
+    const E8M0Table* e8m0;
 
-    // w = kE2M1[code] * scale: the 16 products of the group's scale come
-    // from one vector multiply (each the scalar's product bit for bit), then
-    // each element picks its product by a lane permute on its nibble.
+    // w = kE2M1[code] * scale: the group's 16 products (each the scalar's
+    // product bit for bit) are looked up by scale byte, then each element
+    // picks its product by a lane permute on its nibble.
     HWY_INLINE void Load(size_t g, VF* w) const {
       const DF df;
       const DU du;
       const hn::Rebind<uint8_t, DU> d8;
       const uint8_t* p = packed + g * (kLanes / 2);
-      const VF sc = hn::Set(df, e8m0[scales[g]]);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       static_assert(N == 16);
       // vpermps reads only the low 4 index bits: no masking of the low nibble.
-      const VF tbl = hn::Mul(hn::LoadU(df, kE2M1), sc);
+      const VF tbl = hn::Load(df, e8m0->products[scales[g]]);
       const auto u = hn::PromoteTo(du, hn::LoadU(d8, p));
       w[0] = VF{_mm512_permutexvar_ps(u.raw, tbl.raw)};
       w[1] = VF{_mm512_permutexvar_ps(hn::ShiftRight<4>(u).raw, tbl.raw)};
@@ -212,8 +223,9 @@ struct Mxfp4Rows {
       // Codes 0..7 and 8..15 each fill one 8-lane table; bit 3 of the code
       // (moved to the sign bit) selects between them. vpermps reads only the
       // low 3 index bits.
-      const VF pos_tbl = hn::Mul(hn::LoadU(df, kE2M1), sc);
-      const VF neg_tbl = hn::Mul(hn::LoadU(df, kE2M1 + 8), sc);
+      const float* products = e8m0->products[scales[g]];
+      const VF pos_tbl = hn::Load(df, products);
+      const VF neg_tbl = hn::Load(df, products + 8);
       for (size_t c = 0; c < 2; ++c) {
         const auto u = hn::PromoteTo(du, hn::LoadU(d8, p + c * 8));
         const auto hi = hn::ShiftRight<4>(u);
@@ -228,6 +240,7 @@ struct Mxfp4Rows {
       // Portable: the same 16 products, picked per element through memory.
       (void)du;
       (void)d8;
+      const VF sc = hn::Set(df, e8m0->v[scales[g]]);
       HWY_ALIGN float tbl[16];
       for (size_t k = 0; k < 16; k += N) hn::Store(hn::Mul(hn::LoadU(df, kE2M1 + k), sc), df, tbl + k);
       HWY_ALIGN float buf[kLanes];
@@ -249,6 +262,7 @@ struct Mxfp4Rows {
   };
   Row row(size_t o) const { return Row{packed + o * (cols / 2), scales + o * (cols / kLanes), e8m0}; }
   static constexpr bool kPrefetch = true;
+  static constexpr bool kCostlyDecode = true;
 };
 
 // ---- The tiled product: R output rows x TT input rows share each decoded
@@ -296,8 +310,13 @@ HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, s
 // Tile shapes that fit the register file: AVX-512 has 32 vector registers
 // and needs 2 per partial-sum set, AVX2 has 16 and needs 4.
 constexpr size_t kRowsT1 = kVecs == 2 ? 4 : 2;  // T == 1: rows in flight
-constexpr size_t kRowsTn = kVecs == 2 ? 4 : 1;  // T > 1
-constexpr size_t kTileT = 2;
+// T > 1: R output rows x TT input rows. A decoded weight vector serves TT
+// FMAs and a loaded X vector R. MXFP4's decode costs more than a load of X,
+// so it takes the taller tile (2 x 4 rather than 4 x 2; both 16 sum sets).
+template <class Rows>
+constexpr size_t kRowsTn = kVecs == 2 ? (Rows::kCostlyDecode ? 2 : 4) : 1;
+template <class Rows>
+constexpr size_t kTileT = kVecs == 2 && Rows::kCostlyDecode ? 4 : 2;
 
 template <class Rows, size_t R, size_t TT>
 void RowBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t full_groups, const float* Xp, size_t T,
@@ -350,7 +369,7 @@ void Run(const Rows& rows_of, size_t rows, size_t cols, const float* X, size_t T
     if (T == 1)
       RowBlock<Rows, kRowsT1, 1>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
     else
-      RowBlock<Rows, kRowsTn, kTileT>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+      RowBlock<Rows, kRowsTn<Rows>, kTileT<Rows>>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
   };
   if (pool)
     pool->parallel_for(rows, kGrain, body);
@@ -369,7 +388,7 @@ void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, siz
 void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t T,
                  float* Y, ThreadPool* pool) {
   if (cols % kLanes != 0) return scalar_rows_mxfp4(packed, scales, rows, cols, X, T, Y, pool);
-  Run(Mxfp4Rows{packed, scales, cols, e8m0_table().v}, rows, cols, X, T, Y, pool);
+  Run(Mxfp4Rows{packed, scales, cols, &e8m0_table()}, rows, cols, X, T, Y, pool);
 }
 
 void MatmulI8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols, const float* X, size_t T, float* Y,
