@@ -67,6 +67,33 @@ void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"MiB", "T", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
+// One routed expert's products at the k3-shaped preset's widths (latent 512,
+// inter 3840): W1/W3 are [3840, 512], W2 is [512, 3840]; T rows routed to it.
+void BM_expert_mxfp4(benchmark::State& state) {
+  const size_t rows = size_t(state.range(0)), cols = size_t(state.range(1)), T = size_t(state.range(2));
+  const int threads = int(state.range(3));
+  std::vector<uint8_t> w(rows * cols / 2 + rows * cols / 32);
+  uint64_t s = 88172645463325252ull;
+  for (auto& b : w) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    b = uint8_t(0x78 | (s & 3));
+  }
+  std::vector<float> X(T * cols, 0.5f), Y(T * rows);
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    kernels::matmul_mxfp4(w.data(), w.data() + rows * cols / 2, rows, cols, X.data(), T, Y.data(), &pool);
+    benchmark::DoNotOptimize(Y.data());
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(rows) * double(cols) * double(T) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_expert_mxfp4)
+    ->ArgsProduct({{3840}, {512}, {1, 9, 16}, {1, 2}})
+    ->ArgsProduct({{512}, {3840}, {1, 9, 16}, {1, 2}})
+    ->ArgNames({"rows", "cols", "T", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_CAPTURE(BM_matmul, bf16, Fmt::kBf16)->Apply(Args);
 BENCHMARK_CAPTURE(BM_matmul, mxfp4, Fmt::kMxfp4)->Apply(Args);
 BENCHMARK_CAPTURE(BM_matmul, f32, Fmt::kF32)->Apply(Args);
