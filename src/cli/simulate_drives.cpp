@@ -185,6 +185,9 @@ nlohmann::json to_json(const SimulateArgs& a, const Plan& p, const sim::SimRepor
   j["bytes"] = r.bytes;
   j["reads"] = r.reads;
   j["split_reads"] = r.split_reads;
+  j["steps"] = nlohmann::json::array();
+  for (const auto& s : r.steps)
+    j["steps"].push_back({{"first_pos", s.first_pos}, {"tokens", s.tokens}, {"prefill", s.prefill}, {"seconds", s.seconds}, {"bytes", s.bytes}});
   j["ladder"] = nlohmann::json::array();
   for (const auto& l : ladder)
     j["ladder"].push_back({{"drives", l.drives}, {"seconds_per_token", l.per_token_s}, {"total_seconds", l.total_s},

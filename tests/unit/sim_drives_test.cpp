@@ -3,6 +3,7 @@
 // and the simulate-drives command's errors.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "checkpoint_test_util.h"
@@ -243,7 +244,13 @@ TEST(SimDrives, CommandPrintsLadderAndRejectsBadInput) {
   EXPECT_NE(ok.out.find("ladder"), std::string::npos) << ok.out;
   const std::string s = testing::read_file(svg);
   EXPECT_NE(s.find("ideal (linear)"), std::string::npos);
-  EXPECT_NE(testing::read_file(json).find("\"ladder\""), std::string::npos);
+  const auto j = nlohmann::json::parse(testing::read_file(json));
+  ASSERT_EQ(j["ladder"].size(), 3u);
+  EXPECT_EQ(j["ladder"][0]["speedup"].get<double>(), 1.0);
+  ASSERT_EQ(j["steps"].size(), 5u);  // the prefill block (positions 0, 1) + 4 decode steps
+  EXPECT_TRUE(j["steps"][0]["prefill"].get<bool>());
+  EXPECT_EQ(j["steps"][0]["tokens"].get<int>(), 2);
+  EXPECT_EQ(j["tokens"].get<int>(), 6);
 
   struct Bad {
     std::string args, message;
