@@ -10,17 +10,27 @@ namespace deltafin::bench {
 
 namespace {
 
-constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -48,7 +58,8 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
       break;
     }
   // From the last tick at or below lo to the first at or above hi.
-  const long long i0 = (long long)std::floor(lo / step + 1e-9), i1 = std::max(i0 + 1, (long long)std::ceil(hi / step - 1e-9));
+  const long long i0 = (long long)std::floor(lo / step + 1e-9),
+                  i1 = std::max(i0 + 1, (long long)std::ceil(hi / step - 1e-9));
   std::vector<double> t;
   for (long long i = i0; i <= i1; ++i) t.push_back(double(i) * step);
   return t;
@@ -97,7 +108,8 @@ std::string render_svg(const Chart& c) {
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
       W, H);
   if (!c.title.empty())
-    o += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n", W / 2, escape(c.title));
+    o += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n", W / 2,
+                     escape(c.title));
   // Grid and y ticks.
   for (double v : yt)
     o += fmt::format(
@@ -113,16 +125,20 @@ std::string render_svg(const Chart& c) {
         px, top + ph, top + ph + 5, top + ph + 18, label(v));
   }
   // Axes and labels.
-  o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n", left, top, top + ph);
-  o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n", left, top + ph, left + pw);
+  o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n", left, top,
+                   top + ph);
+  o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n", left,
+                   top + ph, left + pw);
   if (!c.xlabel.empty())
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2, H - 8, escape(c.xlabel));
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2, H - 8,
+                     escape(c.xlabel));
   if (!c.ylabel.empty())
-    o += fmt::format("<text x=\"14\" y=\"{0:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {0:.1f})\">{1}</text>\n",
-                     top + ph / 2, escape(c.ylabel));
+    o += fmt::format(
+        "<text x=\"14\" y=\"{0:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {0:.1f})\">{1}</text>\n",
+        top + ph / 2, escape(c.ylabel));
   if (empty)
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#888\">no data</text>\n", left + pw / 2,
-                     top + ph / 2);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#888\">no data</text>\n",
+                     left + pw / 2, top + ph / 2);
 
   // Data.
   const size_t ns = std::max<size_t>(c.series.size(), 1);
@@ -136,8 +152,10 @@ std::string render_svg(const Chart& c) {
         if (!finite(p)) continue;
         const double bx = group_centre(p.first) - slot * 0.4 + bw * double(si);
         const double ya = Y(std::max(p.second, 0.0)), yb = Y(std::min(p.second, 0.0));
-        o += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                         bx, ya, bw, yb - ya, colour, escape(s.name), label(p.second));
+        o += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: "
+            "{}</title></rect>\n",
+            bx, ya, bw, yb - ya, colour, escape(s.name), label(p.second));
       }
     } else {
       std::string pts;
@@ -147,8 +165,9 @@ std::string render_svg(const Chart& c) {
         o += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", colour, pts);
       for (const auto& p : s.points)
         if (finite(p))
-          o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: ({}, {})</title></circle>\n",
-                           X(p.first), Y(p.second), colour, escape(s.name), label(p.first), label(p.second));
+          o += fmt::format(
+              "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: ({}, {})</title></circle>\n",
+              X(p.first), Y(p.second), colour, escape(s.name), label(p.first), label(p.second));
     }
     o += "</g>\n";
   }

@@ -54,7 +54,8 @@ struct Plan {
 Result<Plan> make_plan(const SimulateArgs& a) {
   Plan p;
   const bool synthetic = a.experts || a.moe_layers || a.span_bytes;
-  if (!a.store.empty() && synthetic) return error("give either --store or --experts/--moe-layers/--span-bytes, not both");
+  if (!a.store.empty() && synthetic)
+    return error("give either --store or --experts/--moe-layers/--span-bytes, not both");
   if (a.store.empty() && !(a.experts > 0 && a.moe_layers > 0 && a.span_bytes > 0))
     return error("without --store, --experts, --moe-layers and --span-bytes are all required (each > 0)");
   if (!(a.link_mb_s >= 0)) return error("--link must be >= 0 MB/s");
@@ -83,7 +84,8 @@ Result<Plan> make_plan(const SimulateArgs& a) {
     if (p.models.empty()) {
       for (const auto& d : m.drives) p.models.push_back({std::max(d.rate_mb_s, 1.0)});
     } else if (p.models.size() != m.drives.size()) {
-      return error("{}: the store has {} drives, {} --drive models were given", a.store, m.drives.size(), p.models.size());
+      return error("{}: the store has {} drives, {} --drive models were given", a.store, m.drives.size(),
+                   p.models.size());
     }
     p.work.moe_layers = int(m.moe_layers.size());
     p.work.experts = m.num_experts;
@@ -113,8 +115,8 @@ Result<Plan> make_plan(const SimulateArgs& a) {
     const uint64_t reps = p.models.size() >= 2 ? p.replicas.replicas : 0;
     if (p.replicas.replicas > 0 && p.models.size() < 2 && a.ladder < 2)
       return error("replicas need at least two --drive models (or --ladder 2 or more)");
-    DF_ASSIGN(p.work.copies, sim::planned_copies(p.work.moe_layers, p.work.experts, p.work.span, rates,
-                                                 p.replicas.hot, reps));
+    DF_ASSIGN(p.work.copies,
+              sim::planned_copies(p.work.moe_layers, p.work.experts, p.work.span, rates, p.replicas.hot, reps));
     p.placement = fmt::format("planned as prepare would for {} drive(s), {} replicas", p.models.size(), reps);
   }
   p.opts.drives = p.models;
@@ -187,10 +189,16 @@ nlohmann::json to_json(const SimulateArgs& a, const Plan& p, const sim::SimRepor
   j["split_reads"] = r.split_reads;
   j["steps"] = nlohmann::json::array();
   for (const auto& s : r.steps)
-    j["steps"].push_back({{"first_pos", s.first_pos}, {"tokens", s.tokens}, {"prefill", s.prefill}, {"seconds", s.seconds}, {"bytes", s.bytes}});
+    j["steps"].push_back({{"first_pos", s.first_pos},
+                          {"tokens", s.tokens},
+                          {"prefill", s.prefill},
+                          {"seconds", s.seconds},
+                          {"bytes", s.bytes}});
   j["ladder"] = nlohmann::json::array();
   for (const auto& l : ladder)
-    j["ladder"].push_back({{"drives", l.drives}, {"seconds_per_token", l.per_token_s}, {"total_seconds", l.total_s},
+    j["ladder"].push_back({{"drives", l.drives},
+                           {"seconds_per_token", l.per_token_s},
+                           {"total_seconds", l.total_s},
                            {"speedup", l.speedup}});
   return j;
 }
@@ -202,13 +210,15 @@ int run(const SimulateArgs& a) {
   if (!rep.ok()) return fail(rep.message());
   std::vector<sim::LadderRung> ladder;
   if (a.ladder > 0) {
-    auto l = sim::drive_ladder(a.ladder, plan->opts, plan->models, plan->work, plan->replicas.hot, plan->replicas.replicas);
+    auto l =
+        sim::drive_ladder(a.ladder, plan->opts, plan->models, plan->work, plan->replicas.hot, plan->replicas.replicas);
     if (!l.ok()) return fail(l.message());
     ladder = *l;
   }
   print_report(a, *plan, *rep, ladder);
   if (!a.json_out.empty())
-    if (Status s = write_text(a.json_out, to_json(a, *plan, *rep, ladder).dump(2) + "\n"); !s.ok()) return fail(s.message());
+    if (Status s = write_text(a.json_out, to_json(a, *plan, *rep, ladder).dump(2) + "\n"); !s.ok())
+      return fail(s.message());
   if (!a.svg_out.empty()) {
     if (ladder.empty()) return fail("--svg draws the drive ladder: give --ladder N");
     bench::Chart c;
@@ -216,7 +226,8 @@ int run(const SimulateArgs& a) {
     c.xlabel = "drives";
     c.ylabel = "speed-up vs 1 drive";
     bench::Series got{"simulated", {}}, ideal{"ideal (linear)", {}};
-    for (const auto& l : ladder) got.points.push_back({double(l.drives), l.speedup}), ideal.points.push_back({double(l.drives), double(l.drives)});
+    for (const auto& l : ladder)
+      got.points.push_back({double(l.drives), l.speedup}), ideal.points.push_back({double(l.drives), double(l.drives)});
     c.series = {got, ideal};
     if (Status s = write_text(a.svg_out, bench::render_svg(c)); !s.ok()) return fail(s.message());
   }
@@ -224,20 +235,23 @@ int run(const SimulateArgs& a) {
 }
 
 void setup(CLI::App& root) {
-  auto* cmd = root.add_subcommand("simulate-drives",
-                                  "Replay a route trace through the read scheduler on simulated drives (docs/SIMULATOR.md)");
+  auto* cmd = root.add_subcommand(
+      "simulate-drives", "Replay a route trace through the read scheduler on simulated drives (docs/SIMULATOR.md)");
   static SimulateArgs a;
   cmd->add_option("--trace", a.trace, "Route trace from `run --route-trace` (JSON lines)")->required();
   cmd->add_option("--store", a.store, "Use this store's manifest: its placement, span and shape");
   cmd->add_option("--experts", a.experts, "Experts per MoE layer (without --store)");
   cmd->add_option("--moe-layers", a.moe_layers, "Number of MoE layers (without --store)");
   cmd->add_option("--span-bytes", a.span_bytes, "Bytes read per expert (without --store)");
-  cmd->add_option("--drive", a.drives, "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 32), or probe:DIR to measure one (repeatable)");
+  cmd->add_option(
+      "--drive", a.drives,
+      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 32), or probe:DIR to measure one (repeatable)");
   cmd->add_option("--link", a.link_mb_s, "Shared link cap over all drives, MB/s (e.g. a PCIe switch); 0: none");
   cmd->add_option("--replicate-hot", a.replicate_hot, "As prepare: replicate this many experts (or 'all')");
   cmd->add_option("--replicas-from", a.replicas_from, "As prepare: rank experts for replicas by this route trace");
   cmd->add_option("--ladder", a.ladder, "Also simulate 1..N drives of the given model(s)")->check(CLI::Range(0, 256));
-  cmd->add_option("--prompt-tokens", a.prompt_tokens, "Positions below P form one prefill block")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prompt-tokens", a.prompt_tokens, "Positions below P form one prefill block")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--compute-us-per-layer", a.compute_us, "Compute time added after each MoE layer's reads, us");
   cmd->add_option("--json", a.json_out, "Write the results as JSON to this file");
   cmd->add_option("--svg", a.svg_out, "Write the ladder chart (speed-up vs drives) as SVG to this file");

@@ -91,7 +91,8 @@ struct ReadEngine::Impl {
 
   // A chunk may start on this drive now; with d.mu held.
   bool pick(Drive& d, Purpose& p) const {
-    const auto next = admit_next({d.depth, opts.prefetch_depth, d.inflight[0], d.inflight[1], !d.q[0].empty(), !d.q[1].empty()});
+    const auto next =
+        admit_next({d.depth, opts.prefetch_depth, d.inflight[0], d.inflight[1], !d.q[0].empty(), !d.q[1].empty()});
     if (!next) return false;
     p = *next;
     return true;

@@ -55,13 +55,15 @@ Result<DriveSim> DriveSim::create(const SimOptions& opts) {
   if (opts.drives.empty()) return error("simulator: no drives");
   if (!opts.rate_estimates_mb_s.empty() && opts.rate_estimates_mb_s.size() != opts.drives.size())
     return error("simulator: {} rate estimates for {} drives", opts.rate_estimates_mb_s.size(), opts.drives.size());
-  if (!(opts.link_mb_s >= 0) || !std::isfinite(opts.link_mb_s)) return error("simulator: the link rate must be >= 0 MB/s");
+  if (!(opts.link_mb_s >= 0) || !std::isfinite(opts.link_mb_s))
+    return error("simulator: the link rate must be >= 0 MB/s");
   DriveSim s;
   s.opts_ = opts;
   for (size_t i = 0; i < opts.drives.size(); ++i) {
     const DriveModel& m = opts.drives[i];
     if (!(m.mb_s > 0) || !std::isfinite(m.mb_s)) return error("simulator: drive {}: bandwidth must be > 0 MB/s", i);
-    if (!(m.latency_us >= 0) || !std::isfinite(m.latency_us)) return error("simulator: drive {}: latency must be >= 0 us", i);
+    if (!(m.latency_us >= 0) || !std::isfinite(m.latency_us))
+      return error("simulator: drive {}: latency must be >= 0 us", i);
     if (m.queue_depth < 1) return error("simulator: drive {}: queue depth must be >= 1", i);
     Drive& d = s.drives_.emplace_back();
     d.model = m;
@@ -150,7 +152,8 @@ Status DriveSim::run_batch(std::span<const SimRead> reads) {
     if (r.span == 0) return error("simulator: read {} has no bytes", j);
     if (r.drives.empty()) return error("simulator: read {} names no drive", j);
     for (int dr : r.drives)
-      if (dr < 0 || size_t(dr) >= drives_.size()) return error("simulator: read {} names drive {} of {}", j, dr, drives_.size());
+      if (dr < 0 || size_t(dr) >= drives_.size())
+        return error("simulator: read {} names drive {} of {}", j, dr, drives_.size());
   }
   for (size_t j = 0; j < reads.size(); ++j) {
     const SimRead& r = reads[j];

@@ -33,7 +33,7 @@ Result<DriveModel> parse_drive_model(const std::string& text);
 
 struct SimOptions {
   std::vector<DriveModel> drives;
-  double link_mb_s = 0;                    // shared by all drives; 0: no shared link
+  double link_mb_s = 0;  // shared by all drives; 0: no shared link
   uint64_t split_min = io::EngineOptions{}.split_min;
   int prefetch_depth = io::EngineOptions{}.prefetch_depth;
   std::vector<double> rate_estimates_mb_s;  // the scheduler's starting estimates; empty: each drive's mb_s

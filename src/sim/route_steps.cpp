@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace deltafin::sim {
 
@@ -50,7 +49,9 @@ Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<i
   if (moe_layers.empty() && int(t.layers.size()) > max_moe_layers)
     return error("{}: the trace names {} MoE layers, more than --moe-layers {}", path, t.layers.size(), max_moe_layers);
   t.positions = int(routes.size());
-  auto moe_index = [&](int layer) { return int(std::lower_bound(t.layers.begin(), t.layers.end(), layer) - t.layers.begin()); };
+  auto moe_index = [&](int layer) {
+    return int(std::lower_bound(t.layers.begin(), t.layers.end(), layer) - t.layers.begin());
+  };
   const size_t M = moe_layers.empty() ? size_t(max_moe_layers) : moe_layers.size();
   std::vector<std::set<int>> block(M);
   bool in_block = false;

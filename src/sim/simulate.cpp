@@ -36,8 +36,10 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
     const double dt = ds.now() - t0;
     rep.steps.push_back({step.first_pos, step.tokens, step.prefill, dt, rep.bytes - bytes0});
     rep.tokens += step.tokens;
-    if (step.prefill) rep.prefill_s += dt, rep.prefill_tokens += step.tokens;
-    else rep.decode_s += dt, rep.decode_steps++;
+    if (step.prefill)
+      rep.prefill_s += dt, rep.prefill_tokens += step.tokens;
+    else
+      rep.decode_s += dt, rep.decode_steps++;
   }
   rep.total_s = ds.now();
   rep.drives = ds.stats();
@@ -52,9 +54,9 @@ Result<std::vector<std::vector<int>>> planned_copies(int moe_layers, int experts
   return std::move(plan.copies);
 }
 
-Result<std::vector<LadderRung>> drive_ladder(int max_drives, const SimOptions& base, const std::vector<DriveModel>& models,
-                                             SimWorkload w, const std::vector<std::pair<int, int>>& hot,
-                                             uint64_t replicas) {
+Result<std::vector<LadderRung>> drive_ladder(int max_drives, const SimOptions& base,
+                                             const std::vector<DriveModel>& models, SimWorkload w,
+                                             const std::vector<std::pair<int, int>>& hot, uint64_t replicas) {
   if (max_drives < 1) return error("--ladder must be >= 1");
   if (models.empty()) return error("simulator: no drive model for the ladder");
   std::vector<LadderRung> out;
@@ -63,7 +65,8 @@ Result<std::vector<LadderRung>> drive_ladder(int max_drives, const SimOptions& b
     o.drives.clear();
     o.rate_estimates_mb_s.clear();
     std::vector<double> rates;
-    for (int i = 0; i < k; ++i) o.drives.push_back(models[size_t(i) % models.size()]), rates.push_back(o.drives.back().mb_s);
+    for (int i = 0; i < k; ++i)
+      o.drives.push_back(models[size_t(i) % models.size()]), rates.push_back(o.drives.back().mb_s);
     DF_ASSIGN(w.copies, planned_copies(w.moe_layers, w.experts, w.span, rates, hot, k >= 2 ? replicas : 0));
     DF_ASSIGN(SimReport r, simulate(o, w));
     LadderRung rung{k, r.per_token_s(), r.total_s, 0};

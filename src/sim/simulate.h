@@ -15,8 +15,8 @@ namespace deltafin::sim {
 
 struct SimWorkload {
   int moe_layers = 0, experts = 0;
-  uint64_t span = 0;                      // bytes read per expert
-  std::vector<std::vector<int>> copies;   // [moe_index * experts + e]: drives holding it, primary first
+  uint64_t span = 0;                     // bytes read per expert
+  std::vector<std::vector<int>> copies;  // [moe_index * experts + e]: drives holding it, primary first
   std::vector<RouteStep> steps;
   double compute_s_per_layer = 0;
 };
@@ -55,8 +55,8 @@ struct LadderRung {
 // Rungs 1..max_drives: rung k has drives models[i % models.size()] for i < k
 // (the link and scheduler options of `base`), with the placement prepare would
 // plan for them (replicas from `hot`/`replicas` from 2 drives on).
-Result<std::vector<LadderRung>> drive_ladder(int max_drives, const SimOptions& base, const std::vector<DriveModel>& models,
-                                             SimWorkload w, const std::vector<std::pair<int, int>>& hot,
-                                             uint64_t replicas);
+Result<std::vector<LadderRung>> drive_ladder(int max_drives, const SimOptions& base,
+                                             const std::vector<DriveModel>& models, SimWorkload w,
+                                             const std::vector<std::pair<int, int>>& hot, uint64_t replicas);
 
 }  // namespace deltafin::sim

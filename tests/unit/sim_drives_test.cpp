@@ -223,7 +223,8 @@ TEST(SimDrives, DriveModelParsing) {
   EXPECT_EQ(d->mb_s, 1500.5);
   EXPECT_EQ(d->latency_us, DriveModel{}.latency_us);
   EXPECT_EQ(d->queue_depth, DriveModel{}.queue_depth);
-  for (const char* bad : {"", "fast", "0", "-5", "100:x", "100:-1", "100:10:0", "100:10:2.5", "100:1:2:3", "100:", "1e400"})
+  for (const char* bad :
+       {"", "fast", "0", "-5", "100:x", "100:-1", "100:10:0", "100:10:2.5", "100:1:2:3", "100:", "1e400"})
     EXPECT_FALSE(parse_drive_model(bad).ok()) << bad;
 }
 
@@ -232,13 +233,18 @@ TEST(SimDrives, CommandPrintsLadderAndRejectsBadInput) {
   const auto trace = dir.path() / "t.jsonl";
   std::string text;
   for (int p = 0; p < 6; ++p)
-    for (int l = 1; l <= 2; ++l) text += fmt::format("{{\"pos\":{},\"layer\":{},\"experts\":[{},{},{}]}}\n", p, l, p % 8, (p + 3) % 8, (p + 5) % 8);
+    for (int l = 1; l <= 2; ++l)
+      text +=
+          fmt::format("{{\"pos\":{},\"layer\":{},\"experts\":[{},{},{}]}}\n", p, l, p % 8, (p + 3) % 8, (p + 5) % 8);
   testing::write_file(trace, text);
-  const std::string base = fmt::format("simulate-drives --trace {} --experts 8 --moe-layers 2 --span-bytes 1048576", trace.string());
+  const std::string base =
+      fmt::format("simulate-drives --trace {} --experts 8 --moe-layers 2 --span-bytes 1048576", trace.string());
   const auto svg = dir.path() / "l.svg", json = dir.path() / "r.json";
-  auto ok = testing::run_deltafin(base + fmt::format(" --drive 2000:80:32 --ladder 3 --replicate-hot all --prompt-tokens 2 "
-                                                     "--svg {} --json {}", svg.string(), json.string()),
-                                  dir.path());
+  auto ok =
+      testing::run_deltafin(base + fmt::format(" --drive 2000:80:32 --ladder 3 --replicate-hot all --prompt-tokens 2 "
+                                               "--svg {} --json {}",
+                                               svg.string(), json.string()),
+                            dir.path());
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.out.find("prefill block"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("ladder"), std::string::npos) << ok.out;
@@ -263,9 +269,11 @@ TEST(SimDrives, CommandPrintsLadderAndRejectsBadInput) {
       {base + " --drive 100 --replicate-hot 4", "at least two --drive"},
       {base + " --drive 100 --replicate-hot many --ladder 2", "--replicate-hot 'many'"},
       {base + " --drive 100 --svg " + svg.string(), "give --ladder"},
-      {fmt::format("simulate-drives --trace {}/none --experts 8 --moe-layers 2 --span-bytes 4096 --drive 100", dir.str()),
+      {fmt::format("simulate-drives --trace {}/none --experts 8 --moe-layers 2 --span-bytes 4096 --drive 100",
+                   dir.str()),
        "cannot open the route trace"},
-      {fmt::format("simulate-drives --trace {} --experts 4 --moe-layers 2 --span-bytes 4096 --drive 100", trace.string()),
+      {fmt::format("simulate-drives --trace {} --experts 4 --moe-layers 2 --span-bytes 4096 --drive 100",
+                   trace.string()),
        "expert id is out of range"},
       {fmt::format("simulate-drives --trace {} --store {}/nostore --drive 100", trace.string(), dir.str()), "nostore"},
   };

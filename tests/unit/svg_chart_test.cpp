@@ -1,10 +1,10 @@
 // The SVG chart module: well-formed XML (balanced tags, escaped text), every
 // series named in the legend, points placed by the axes' ranges.
+#include "bench/svg_chart.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "bench/svg_chart.h"
 
 namespace deltafin::bench {
 namespace {
@@ -50,7 +50,8 @@ Chart sample(bool bars) {
   c.xlabel = "drives";
   c.ylabel = "speed-up";
   c.bars = bars;
-  c.series = {{"simulated \"k3\"", {{1, 1}, {2, 1.9}, {3, 2.7}, {4, 3.4}}}, {"ideal", {{1, 1}, {2, 2}, {3, 3}, {4, 4}}}};
+  c.series = {{"simulated \"k3\"", {{1, 1}, {2, 1.9}, {3, 2.7}, {4, 3.4}}},
+              {"ideal", {{1, 1}, {2, 2}, {3, 3}, {4, 4}}}};
   return c;
 }
 
