@@ -63,11 +63,11 @@ Result<Plan> make_plan(const SimulateArgs& a) {
   p.opts.link_mb_s = a.link_mb_s;
   p.work.compute_s_per_layer = a.compute_us * 1e-6;
 
-  // Drive models once the span is known (a probe reads blocks of it).
-  auto parse_drives = [&](uint64_t span) -> Status {
+  // Drive models: given, or measured by the probe.
+  auto parse_drives = [&]() -> Status {
     for (const auto& d : a.drives) {
       if (d.rfind("probe:", 0) == 0) {
-        DF_ASSIGN(sim::DriveModel m, sim::probe_drive_model(d.substr(6), span));
+        DF_ASSIGN(sim::DriveModel m, sim::probe_drive_model(d.substr(6)));
         std::fprintf(stderr, "drive %s: %.0f MB/s, %.1f us latency (probe)\n", d.c_str(), m.mb_s, m.latency_us);
         p.models.push_back(m);
         continue;
@@ -80,7 +80,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
   std::vector<int> layers;
   if (!a.store.empty()) {
     DF_ASSIGN(Manifest m, Manifest::load(a.store));
-    DF_TRY(parse_drives(m.span_bytes));
+    DF_TRY(parse_drives());
     if (p.models.empty()) {
       for (const auto& d : m.drives) p.models.push_back({std::max(d.rate_mb_s, 1.0)});
     } else if (p.models.size() != m.drives.size()) {
@@ -99,7 +99,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
     DF_ASSIGN(p.trace, sim::read_route_steps(a.trace, layers, 0, m.num_experts, a.prompt_tokens));
     p.placement = fmt::format("the store's ({})", a.store);
   } else {
-    DF_TRY(parse_drives(a.span_bytes));
+    DF_TRY(parse_drives());
     if (p.models.empty()) return error("give at least one --drive BW_MBps[:LATENCY_US[:QUEUE_DEPTH]]");
     p.work.moe_layers = a.moe_layers;
     p.work.experts = a.experts;

@@ -7,12 +7,13 @@
 
 namespace deltafin::sim {
 
-Result<DriveModel> probe_drive_model(const std::string& dir, uint64_t span, const ProbeSettings& s) {
+Result<DriveModel> probe_drive_model(const std::string& dir, const ProbeSettings& s) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return error("--drive probe:{}: not a directory", dir);
   DriveModel m;
-  const uint64_t block = std::clamp<uint64_t>(span / 4096 * 4096, 4096, 4 << 20);
-  DF_ASSIGN(io::ProbeResult bw, io::probe_directory(dir, s.file_bytes, block, m.queue_depth, s.seconds));
+  // Large blocks, so that the bandwidth is not the latency in disguise (the
+  // model adds the latency per request itself).
+  DF_ASSIGN(io::ProbeResult bw, io::probe_directory(dir, s.file_bytes, 4 << 20, m.queue_depth, s.seconds));
   DF_ASSIGN(io::ProbeResult lat, io::probe_directory(dir, s.file_bytes, 4096, 1, s.seconds));
   if (!(bw.mb_s > 0) || lat.bytes == 0) return error("--drive probe:{}: the probe read nothing", dir);
   m.mb_s = bw.mb_s;

@@ -1,7 +1,7 @@
 // A drive model measured on a real directory with the read-rate probe
-// (io::probe_directory, as prepare uses): bandwidth from reads of the span
-// size (at most 4 MiB) at queue depth 32; latency from 4 KiB reads at queue
-// depth 1, less their transfer time at that bandwidth.
+// (io::probe_directory, as prepare uses): bandwidth from 4 MiB reads at queue
+// depth 32; latency from 4 KiB reads at queue depth 1, less their transfer
+// time at that bandwidth. Queue depth: the engine's default, 32.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,6 +16,6 @@ struct ProbeSettings {
   double seconds = 0.5;            // per measurement, at most
 };
 
-Result<DriveModel> probe_drive_model(const std::string& dir, uint64_t span, const ProbeSettings& s = {});
+Result<DriveModel> probe_drive_model(const std::string& dir, const ProbeSettings& s = {});
 
 }  // namespace deltafin::sim
