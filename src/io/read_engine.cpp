@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "io/scheduler.h"
+
 namespace deltafin::io {
 
 namespace {
@@ -70,9 +72,7 @@ struct ReadEngine::Impl {
     bool stop = false;
     DriveStats st;
     Clock::time_point busy_since;
-    double rate = 1e9;  // bytes/s
-    uint64_t win_bytes0 = 0;
-    double win_busy0 = 0;
+    RateEstimator est;  // bytes/s, learned from completed reads
     bool uring = false;
     io_uring ring{};
     int efd = -1;
@@ -91,11 +91,11 @@ struct ReadEngine::Impl {
 
   // A chunk may start on this drive now; with d.mu held.
   bool pick(Drive& d, Purpose& p) const {
-    if (d.inflight[0] + d.inflight[1] >= d.depth) return false;
-    if (!d.q[0].empty()) return p = Purpose::Demand, true;
-    if (!d.q[1].empty() && d.inflight[1] < std::min(opts.prefetch_depth, d.depth - 1 > 0 ? d.depth - 1 : 1))
-      return p = Purpose::Prefetch, true;
-    return false;
+    const auto next =
+        admit_next({d.depth, opts.prefetch_depth, d.inflight[0], d.inflight[1], !d.q[0].empty(), !d.q[1].empty()});
+    if (!next) return false;
+    p = *next;
+    return true;
   }
 
   Chunk start(Drive& d, Purpose p) {  // with d.mu held
@@ -123,15 +123,8 @@ struct ReadEngine::Impl {
       d.st.busy_seconds += seconds_between(d.busy_since, now);
       d.busy_since = now;
     }
-    // Rate: bytes over busy time, in windows of >= 20 ms and >= 4 MiB, smoothed.
     const double busy = d.st.busy_seconds + (d.inflight[0] + d.inflight[1] ? seconds_between(d.busy_since, now) : 0);
-    const uint64_t bytes = total_bytes(d);
-    if (busy - d.win_busy0 >= 0.02 && bytes - d.win_bytes0 >= (4u << 20)) {
-      const double sample = double(bytes - d.win_bytes0) / (busy - d.win_busy0);
-      d.rate = 0.65 * d.rate + 0.35 * sample;
-      d.win_busy0 = busy;
-      d.win_bytes0 = bytes;
-    }
+    d.est.observe(busy, total_bytes(d));
   }
 
   void enqueue(Chunk c) {
@@ -164,11 +157,11 @@ struct ReadEngine::Impl {
     return !drives[files[rp.file].drive].disabled.load();
   }
 
-  // ETA of this read on the replica's drive: (bytes in flight + span) / rate.
-  double eta(const ReadJob& j, size_t r) {
+  // The replica's drive load, for the scheduler's finish estimate.
+  ReplicaLoad load(const ReadJob& j, size_t r) {
     Drive& d = drives[files[j.req.replicas[r].file].drive];
     std::lock_guard<std::mutex> lock(d.mu);
-    return double(d.inflight_bytes + j.req.span) / std::max(d.rate, 1.0);
+    return {d.inflight_bytes, d.est.rate};
   }
 
   std::string where(int file) const {
@@ -189,17 +182,16 @@ struct ReadEngine::Impl {
   // With j.mu held; returns the chunk to enqueue after unlocking (if any).
   std::optional<Chunk> next_attempt(const ReadHandle& h) {
     ReadJob& j = *h;
-    int best = -1;
-    double best_eta = 0;
-    for (size_t r = 0; r < j.req.replicas.size(); ++r) {
-      if (j.tried[r]) continue;
-      double e = eta(j, r);
-      if (best < 0 || e < best_eta) best = int(r), best_eta = e;
-    }
-    if (best < 0) {
+    std::vector<size_t> untried;
+    std::vector<ReplicaLoad> loads;
+    for (size_t r = 0; r < j.req.replicas.size(); ++r)
+      if (!j.tried[r]) untried.push_back(r), loads.push_back(load(j, r));
+    const int pick = pick_replica(loads, j.req.span);
+    if (pick < 0) {
       finish(j, error("{}: no replica could be read: {}", j.req.label, j.failures.empty() ? "no usable replica" : j.failures));
       return std::nullopt;
     }
+    const int best = int(untried[pick]);
     j.attempt = best;
     j.pending = 1;
     j.part_failed = false;
@@ -392,7 +384,7 @@ Result<std::unique_ptr<ReadEngine>> ReadEngine::create(const std::vector<DriveSp
   for (const auto& spec : drives) {
     Impl::Drive& d = im.drives.emplace_back();
     d.spec = spec;
-    d.rate = std::max(spec.rate_mb_s, 1.0) * 1e6;
+    d.est.rate = std::max(spec.rate_mb_s, 1.0) * 1e6;
     d.st.root = spec.root;
     if (opts.backend != Backend::Pread) {
       d.efd = ::eventfd(0, EFD_CLOEXEC);
@@ -404,7 +396,7 @@ Result<std::unique_ptr<ReadEngine>> ReadEngine::create(const std::vector<DriveSp
       }
       if (!d.uring && opts.backend == Backend::Uring) return error("read engine: io_uring is unavailable on this host");
     }
-    d.depth = d.uring ? opts.queue_depth : std::min(opts.queue_depth, std::max(opts.pread_threads, 1));
+    d.depth = drive_depth(d.uring, opts.queue_depth, opts.pread_threads);
   }
   for (auto& d : im.drives) {
     if (d.uring) {
@@ -494,24 +486,17 @@ ReadHandle ReadEngine::submit(ReadRequest req) {
       im.finish(j, error("{}: invalid read (span {}, length {})", j.req.label, j.req.span, j.req.length));
       return h;
     }
-    if (ok.size() >= 2 && j.req.span >= opts_.split_min) {
+    if (should_split(ok.size(), j.req.span, opts_.split_min)) {
       // Split across replicas in proportion to their drives' rates, 4 KiB pieces.
-      double total = 0;
       std::vector<double> rate(ok.size());
       for (size_t i = 0; i < ok.size(); ++i) {
         auto& d = im.drives[im.files[j.req.replicas[ok[i]].file].drive];
         std::lock_guard<std::mutex> dl(d.mu);
-        total += rate[i] = std::max(d.rate, 1.0);
+        rate[i] = d.est.rate;
       }
-      uint64_t begin = 0;
-      double acc = 0;
-      for (size_t i = 0; i < ok.size(); ++i) {
-        acc += rate[i];
-        uint64_t end = i + 1 == ok.size() ? j.req.span : std::min<uint64_t>(j.req.span, uint64_t(double(j.req.span) * acc / total) / 4096 * 4096);
-        if (end <= begin) continue;
-        const Replica& rp = j.req.replicas[ok[i]];
-        parts.push_back(Chunk{h, rp.file, rp.offset + begin, end - begin, j.req.dest + begin, 0});
-        begin = end;
+      for (const SplitPiece& piece : split_by_rate(j.req.span, rate)) {
+        const Replica& rp = j.req.replicas[ok[piece.replica]];
+        parts.push_back(Chunk{h, rp.file, rp.offset + piece.begin, piece.length, j.req.dest + piece.begin, 0});
       }
       j.attempt = -1;
       j.pending = int(parts.size());
@@ -560,7 +545,7 @@ EngineStats ReadEngine::stats() const {
     std::lock_guard<std::mutex> lock(d.mu);
     DriveStats ds = d.st;
     if (d.inflight[0] + d.inflight[1]) ds.busy_seconds += seconds_between(d.busy_since, Clock::now());
-    ds.rate_mb_s = d.rate / 1e6;
+    ds.rate_mb_s = d.est.rate / 1e6;
     s.drives.push_back(ds);
   }
   for (size_t i = 0; i < s.drives.size(); ++i) s.drives[i].mode = drive_mode(int(i));

@@ -6,7 +6,8 @@
 // of the payload, and on an I/O error or checksum mismatch retries on another
 // replica before failing with a message naming the read, drive and file.
 // Demand and prefetch have separate in-flight budgets per drive; prefetch can
-// never take the slots demand needs.
+// never take the slots demand needs. The decisions themselves are pure
+// functions in io/scheduler.h, shared with the drive simulator (src/sim).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,7 @@
 #include "store/placement.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -113,6 +114,27 @@ std::vector<std::pair<int, int>> default_hot_order(int moe_layers, int experts) 
   for (int e = 0; e < experts; ++e)
     for (int m = 0; m < moe_layers; ++m) out.push_back({m, e});
   return out;
+}
+
+Result<ReplicaSelection> select_replicas(const std::string& replicate_hot, const std::string& replicas_from,
+                                         const std::vector<int>& moe_layers, int experts) {
+  ReplicaSelection sel;
+  const int M = int(moe_layers.size());
+  if (!replicas_from.empty()) {
+    DF_ASSIGN(sel.hot, read_route_trace(replicas_from, moe_layers, experts));
+    sel.replicas = sel.hot.size();
+  } else if (!replicate_hot.empty()) {
+    sel.hot = default_hot_order(M, experts);
+    sel.replicas = uint64_t(M) * uint64_t(experts);
+  }
+  if (!replicate_hot.empty() && replicate_hot != "all") {
+    uint64_t n = 0;
+    auto [p, e2] = std::from_chars(replicate_hot.data(), replicate_hot.data() + replicate_hot.size(), n);
+    if (e2 != std::errc() || p != replicate_hot.data() + replicate_hot.size())
+      return error("--replicate-hot '{}': expected a count or 'all'", replicate_hot);
+    sel.replicas = std::min(sel.replicas, n);
+  }
+  return sel;
 }
 
 }  // namespace deltafin

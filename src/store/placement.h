@@ -37,4 +37,15 @@ Result<std::vector<std::pair<int, int>>> read_route_trace(const std::string& pat
 // then expert 1, ...), so a count N replicates about N / layers per layer.
 std::vector<std::pair<int, int>> default_hot_order(int moe_layers, int experts);
 
+struct ReplicaSelection {
+  std::vector<std::pair<int, int>> hot;  // (moe_index, expert) in replication order
+  uint64_t replicas = 0;                 // how many of them get a second copy
+};
+
+// prepare's choice: with `replicas_from` (a route trace), the routed experts by
+// heat; else, with `replicate_hot` set, default_hot_order. `replicate_hot` is
+// a count or "all" (empty: none unless a trace is given) and caps the number.
+Result<ReplicaSelection> select_replicas(const std::string& replicate_hot, const std::string& replicas_from,
+                                         const std::vector<int>& moe_layers, int experts);
+
 }  // namespace deltafin

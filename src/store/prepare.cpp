@@ -208,24 +208,9 @@ Status prepare_store(const PrepareOptions& o) {
   }
 
   // Which experts get a replica.
-  std::vector<std::pair<int, int>> hot;
-  uint64_t replicas = 0;
   const uint64_t total_experts = uint64_t(M) * E;
-  if (!o.replicas_from.empty()) {
-    DF_ASSIGN(hot, read_route_trace(o.replicas_from, moe_layers, E));
-    replicas = hot.size();
-  } else if (!o.replicate_hot.empty()) {
-    hot = default_hot_order(M, E);
-    replicas = total_experts;
-  }
-  if (!o.replicate_hot.empty() && o.replicate_hot != "all") {
-    uint64_t n = 0;
-    auto [p, e2] = std::from_chars(o.replicate_hot.data(), o.replicate_hot.data() + o.replicate_hot.size(), n);
-    if (e2 != std::errc() || p != o.replicate_hot.data() + o.replicate_hot.size())
-      return error("--replicate-hot '{}': expected a count or 'all'", o.replicate_hot);
-    replicas = std::min(replicas, n);
-  }
-  DF_ASSIGN(PlacementPlan plan, plan_placement(M, E, span, rates, hot, replicas));
+  DF_ASSIGN(ReplicaSelection sel, select_replicas(o.replicate_hot, o.replicas_from, moe_layers, E));
+  DF_ASSIGN(PlacementPlan plan, plan_placement(M, E, span, rates, sel.hot, sel.replicas));
 
   // Spine pack.
   const std::vector<SpineGroup> groups = spine_groups(*ck);

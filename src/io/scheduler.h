@@ -1,0 +1,72 @@
+// The read engine's scheduling decisions, pure and clock-free, so that the
+// engine (real drives, real clock) and the drive simulator (src/sim, simulated
+// clock) run the very same code: which replica takes a read, how a large read
+// is split across replicas, which queued read a drive admits next, and how a
+// drive's rate estimate learns from completed reads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "io/aligned_arena.h"
+
+namespace deltafin::io {
+
+// Seconds until a drive would finish a read of `span` bytes queued behind
+// `inflight_bytes`, at `rate` bytes/s (rates below 1 B/s count as 1).
+double finish_estimate(uint64_t inflight_bytes, uint64_t span, double rate);
+
+struct ReplicaLoad {
+  uint64_t inflight_bytes = 0;  // bytes in flight on the replica's drive
+  double rate = 0;              // that drive's rate estimate, bytes/s
+};
+
+// Index of the replica whose drive would finish a `span`-byte read first (the
+// first on ties); -1 if `loads` is empty.
+int pick_replica(std::span<const ReplicaLoad> loads, uint64_t span);
+
+// A read is split across replicas when at least two are usable and it is at
+// least `split_min` bytes long.
+bool should_split(size_t usable_replicas, uint64_t span, uint64_t split_min);
+
+struct SplitPiece {
+  size_t replica = 0;  // index into the rates given to split_by_rate
+  uint64_t begin = 0, length = 0;
+};
+
+// Splits [0, span) into consecutive pieces, one per replica in order, sized in
+// proportion to `rates` (bytes/s, below 1 counts as 1) and cut at multiples of
+// 4096; the last replica takes the remainder. Replicas whose share rounds to
+// nothing get no piece.
+std::vector<SplitPiece> split_by_rate(uint64_t span, std::span<const double> rates);
+
+// A drive's admission state.
+struct DriveSlots {
+  int depth = 1;           // reads in flight at most
+  int prefetch_depth = 8;  // of which prefetches at most (and never all of depth when depth > 1)
+  int inflight_demand = 0, inflight_prefetch = 0;
+  bool demand_queued = false, prefetch_queued = false;
+};
+
+// Which queue the drive starts a read from now, if any: demand first;
+// prefetch only below its own budget, which always leaves a slot for demand.
+std::optional<Purpose> admit_next(const DriveSlots& s);
+
+// Reads in flight per drive: the ring's depth for io_uring, else bounded by
+// the pread threads.
+int drive_depth(bool uring, int queue_depth, int pread_threads);
+
+// A drive's read rate, learned from completed reads: bytes over busy time
+// (time with at least one read in flight), in windows of at least 20 ms and
+// 4 MiB, smoothed (EWMA 0.65 old / 0.35 new).
+struct RateEstimator {
+  double rate = 1e9;  // bytes/s
+  uint64_t window_bytes0 = 0;
+  double window_busy0 = 0;
+  // busy_seconds and total_bytes: the drive's cumulative counters now.
+  void observe(double busy_seconds, uint64_t total_bytes);
+};
+
+}  // namespace deltafin::io

@@ -1,0 +1,82 @@
+#include "sim/route_steps.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace deltafin::sim {
+
+Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<int>& moe_layers, int max_moe_layers,
+                                    int experts, int prompt_tokens) {
+  std::ifstream in(path);
+  if (!in) return error("{}: cannot open the route trace", path);
+  if (prompt_tokens < 0) return error("--prompt-tokens must be >= 0");
+  // pos -> layer -> experts
+  std::map<int, std::map<int, std::set<int>>> routes;
+  std::set<int> layers_seen;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      return error("{}:{}: not valid JSON (expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}})", path, lineno);
+    }
+    if (!j.is_object() || !j.contains("pos") || !j["pos"].is_number_integer() || !j.contains("layer") ||
+        !j["layer"].is_number_integer() || !j.contains("experts") || !j["experts"].is_array())
+      return error("{}:{}: expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}}", path, lineno);
+    const long long pos = j["pos"].get<long long>(), layer = j["layer"].get<long long>();
+    if (pos < 0 || pos > 1'000'000'000) return error("{}:{}: position {} is out of range", path, lineno, pos);
+    if (layer < 0 || layer > 1'000'000) return error("{}:{}: layer {} is out of range", path, lineno, layer);
+    if (!moe_layers.empty() && !std::binary_search(moe_layers.begin(), moe_layers.end(), int(layer)))
+      return error("{}:{}: layer {} is not an MoE layer of the store", path, lineno, layer);
+    auto& set = routes[int(pos)][int(layer)];
+    for (const auto& x : j["experts"]) {
+      if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() >= experts)
+        return error("{}:{}: an expert id is out of range (0..{})", path, lineno, experts - 1);
+      set.insert(x.get<int>());
+    }
+    layers_seen.insert(int(layer));
+  }
+  if (routes.empty()) return error("{}: the route trace has no routes", path);
+  RouteTrace t;
+  t.layers = moe_layers.empty() ? std::vector<int>(layers_seen.begin(), layers_seen.end()) : moe_layers;
+  if (moe_layers.empty() && int(t.layers.size()) > max_moe_layers)
+    return error("{}: the trace names {} MoE layers, more than --moe-layers {}", path, t.layers.size(), max_moe_layers);
+  t.positions = int(routes.size());
+  auto moe_index = [&](int layer) {
+    return int(std::lower_bound(t.layers.begin(), t.layers.end(), layer) - t.layers.begin());
+  };
+  const size_t M = moe_layers.empty() ? size_t(max_moe_layers) : moe_layers.size();
+  std::vector<std::set<int>> block(M);
+  bool in_block = false;
+  int block_first = 0, block_tokens = 0;
+  auto flush_block = [&] {
+    if (!in_block) return;
+    RouteStep s{block_first, block_tokens, true, {}};
+    for (auto& b : block) s.experts.emplace_back(b.begin(), b.end()), b.clear();
+    t.steps.push_back(std::move(s));
+    in_block = false;
+  };
+  for (const auto& [pos, by_layer] : routes) {
+    if (pos < prompt_tokens) {
+      if (!in_block) block_first = pos, block_tokens = 0, in_block = true;
+      block_tokens++;
+      for (const auto& [layer, ex] : by_layer) block[moe_index(layer)].insert(ex.begin(), ex.end());
+      continue;
+    }
+    flush_block();
+    RouteStep s{pos, 1, false, std::vector<std::vector<int>>(M)};
+    for (const auto& [layer, ex] : by_layer) s.experts[moe_index(layer)].assign(ex.begin(), ex.end());
+    t.steps.push_back(std::move(s));
+  }
+  flush_block();
+  return t;
+}
+
+}  // namespace deltafin::sim
