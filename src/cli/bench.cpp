@@ -17,6 +17,7 @@
 #include "bench/harness.h"
 #include "bench/membw.h"
 #include "bench/subprocess.h"
+#include "bench/svg_chart.h"
 #include "checkpoint/safetensors.h"
 #include "cli/command.h"
 #include "core/files.h"
@@ -178,6 +179,11 @@ int bench_main(const BenchOptions& o) {
   std::vector<int32_t> oracle;
   bool have_oracle = false;
   std::vector<std::vector<bench::RunRecord>> measured(arms.size());
+  bench::Chart chart;
+  chart.title = "decode tokens/s of every measured run, in run order";
+  chart.xlabel = "run";
+  chart.ylabel = "decode tok/s";
+  for (const auto& a : arms) chart.series.push_back({a.name, {}});
   std::vector<std::string> rejection(arms.size());
   for (size_t i = 0; i < plan.size(); ++i) {
     const Planned& p = plan[i];
@@ -199,7 +205,10 @@ int bench_main(const BenchOptions& o) {
     const bench::OracleVerdict v = bench::check_oracle(oracle, rec->ids);
     if (!v.match && rejection[p.arm].empty())
       rejection[p.arm] = fmt::format("run {} differs from the oracle at token {}", i, v.first_difference);
-    if (!p.warmup) measured[p.arm].push_back(*rec);
+    if (!p.warmup) {
+      measured[p.arm].push_back(*rec);
+      chart.series[size_t(p.arm)].points.push_back({double(i + 1), rec->decode_tokens_per_s()});
+    }
     json line = json::parse(rec->to_json());
     line["arm"] = arm.name, line["rep"] = p.rep, line["seq"] = i, line["warmup"] = p.warmup;
     line["oracle"] = v.match ? "ok" : fmt::format("mismatch at token {}", v.first_difference);
@@ -243,11 +252,17 @@ int bench_main(const BenchOptions& o) {
                           {"roofline", s.roofline}});
     summary.push_back(std::move(s));
   }
+  // The disk's limit as a line: tok/s if every decode token's cold bytes came at the probed rate.
+  if (limits.disk_mb_s() > 0 && !summary.empty() && summary[0].cold_bytes_per_token > 0) {
+    const double limit = limits.disk_mb_s() * 1e6 / summary[0].cold_bytes_per_token;
+    chart.series.push_back({"disk limit (probe)", {{1.0, limit}, {double(plan.size()), limit}}});
+  }
+  std::ofstream(fs::path(out) / "runs.svg") << bench::render_svg(chart);
   const std::string table = bench::format_summary(summary, limits);
   std::printf("%s", table.c_str());
   std::ofstream(fs::path(out) / "summary.txt") << table;
   std::ofstream(fs::path(out) / "summary.json") << sj.dump(2) << "\n";
-  std::fprintf(stderr, "results in %s (runs.jsonl, summary.txt, summary.json)\n", out.c_str());
+  std::fprintf(stderr, "results in %s (runs.jsonl, summary.txt, summary.json, runs.svg)\n", out.c_str());
   for (const auto& s : summary)
     if (s.rejected) return 3;  // an arm changed the tokens
   return 0;

@@ -25,6 +25,7 @@ struct SimulateArgs {
   uint64_t span_bytes = 0;
   std::vector<std::string> drives;
   double link_mb_s = 0;
+  double probe_seconds = 2.0;  // probe-store: seconds of span reads per drive
   std::string replicate_hot, replicas_from;
   int ladder = 0;
   int prompt_tokens = 0;
@@ -66,6 +67,17 @@ Result<Plan> make_plan(const SimulateArgs& a) {
   // Drive models: given, or measured by the probe.
   auto parse_drives = [&]() -> Status {
     for (const auto& d : a.drives) {
+      if (d.rfind("probe-store:", 0) == 0) {
+        sim::ProbeSettings ps;
+        ps.seconds = a.probe_seconds;
+        DF_ASSIGN(auto models, sim::probe_store_drive_models(d.substr(12), ps));
+        for (const auto& m : models) {
+          std::fprintf(stderr, "drive %zu of %s: %.0f MB/s, %.1f us latency (probe of its packs)\n", p.models.size(),
+                       d.c_str(), m.mb_s, m.latency_us);
+          p.models.push_back(m);
+        }
+        continue;
+      }
       if (d.rfind("probe:", 0) == 0) {
         DF_ASSIGN(sim::DriveModel m, sim::probe_drive_model(d.substr(6)));
         std::fprintf(stderr, "drive %s: %.0f MB/s, %.1f us latency (probe)\n", d.c_str(), m.mb_s, m.latency_us);
@@ -245,8 +257,10 @@ void setup(CLI::App& root) {
   cmd->add_option("--span-bytes", a.span_bytes, "Bytes read per expert (without --store)");
   cmd->add_option(
       "--drive", a.drives,
-      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 32), or probe:DIR to measure one (repeatable)");
+      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 32), probe:DIR to measure one, or "
+      "probe-store:STORE to measure every drive of a store on its own packs (repeatable)");
   cmd->add_option("--link", a.link_mb_s, "Shared link cap over all drives, MB/s (e.g. a PCIe switch); 0: none");
+  cmd->add_option("--probe-seconds", a.probe_seconds, "probe-store: seconds of span-sized reads per drive")->check(CLI::Range(0.05, 600.0));
   cmd->add_option("--replicate-hot", a.replicate_hot, "As prepare: replicate this many experts (or 'all')");
   cmd->add_option("--replicas-from", a.replicas_from, "As prepare: rank experts for replicas by this route trace");
   cmd->add_option("--ladder", a.ladder, "Also simulate 1..N drives of the given model(s)")->check(CLI::Range(0, 256));

@@ -18,4 +18,11 @@ struct ProbeSettings {
 
 Result<DriveModel> probe_drive_model(const std::string& dir, const ProbeSettings& s = {});
 
+// One model per drive of a store, measured on the store's own expert packs
+// (nothing written, so no freshly written file can be served from a cache):
+// bandwidth from random span-sized reads at queue depth 32, latency from
+// random 4 KiB reads at queue depth 1. The yardstick for validating the
+// simulator against a measured `run --store` of the same store.
+Result<std::vector<DriveModel>> probe_store_drive_models(const std::string& store, const ProbeSettings& s = {});
+
 }  // namespace deltafin::sim

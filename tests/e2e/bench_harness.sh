@@ -66,6 +66,10 @@ arms = {a["name"]: a for a in s["arms"]}
 assert arms["other"]["rejected"] and not arms["whole"]["rejected"]
 assert arms["whole"]["cold"] in (True, False)
 assert s["limits"]["disk_mb_s"] > 0 and s["limits"]["membw_gb_s"] > 0
+svg = open(f"{T}/r1/runs.svg").read()
+assert svg.startswith("<svg") or svg.startswith("<?xml"), svg[:40]
+for name in ("whole", "one", "other"):
+    assert name in svg, name
 print("amplification: whole %.3f, one %.3f (hand count agrees)" % (expect["whole"], expect["one"]))
 PY
 echo "PASS: bench_harness"
