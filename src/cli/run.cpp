@@ -101,9 +101,13 @@ int run(const RunOptions& o) {
     sm.model = std::move(model_or.value());
   }
   Model& model = *sm.model;
+  const auto opened = Clock::now();
+  // The drives' raw rate just before the run (and again after it, in the stats).
+  std::vector<double> probe_before;
+  if (o.stats && sm.source && o.store.probe) probe_before = probe_store_drives(*sm.source, o.store);
   const auto wall0 = Clock::now();
   bench::RunRecord rec;
-  rec.load_s = std::chrono::duration<double>(wall0 - load0).count();
+  rec.load_s = std::chrono::duration<double>(opened - load0).count();
   auto prompt_or = resolve_prompt(o.prompt, model);
   if (!prompt_or.ok()) return fail(prompt_or.message());
   PromptTokens& prompt = prompt_or.value();
@@ -190,7 +194,7 @@ int run(const RunOptions& o) {
   }
   if (o.stats && sm.source) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait))
+    for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait, probe_before))
       std::fprintf(stderr, "%s\n", line.c_str());
   }
   return 0;

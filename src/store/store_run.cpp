@@ -45,8 +45,18 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   return sm;
 }
 
+std::vector<double> probe_store_drives(const StoreExpertSource& src, const StoreRunOptions& o) {
+  std::vector<double> out;
+  const int qd = src.engine().options().queue_depth;
+  for (int d = 0; d < src.engine().drive_count(); ++d) {
+    auto pr = io::probe_files(src.drive_files(d), src.manifest().span_bytes, qd, 64ull << 30, o.probe_seconds, 7 + d);
+    out.push_back(pr.ok() ? pr->mb_s : 0.0);
+  }
+  return out;
+}
+
 std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall,
-                                           double wait) {
+                                           double wait, const std::vector<double>& probe_before) {
   std::vector<std::string> out;
   out.push_back(fmt::format("store: spine {}", spine_label(src.manifest().spine_dtype)));
   const io::EngineStats s = src.engine().stats();
@@ -61,12 +71,17 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
     const double achieved = ds.busy_seconds > 0 ? bytes / ds.busy_seconds / 1e6 : 0;
     std::string probe = "probe skipped";
     if (o.probe && bytes > 0) {
-      auto files = src.drive_files(int(d));
-      auto pr = io::probe_files(files, src.manifest().span_bytes, qd, 512ull << 20, 0.5, 7 + d);
-      probe = pr.ok() ? fmt::format("raw probe {:.1f} MB/s ({}, random {} KiB reads at QD {}) -> engine at {:.0f}% of probe",
-                                    pr->mb_s, pr->mode(), src.manifest().span_bytes / 1024, qd,
-                                    pr->mb_s > 0 ? 100 * achieved / pr->mb_s : 0.0)
-                      : "probe failed: " + pr.message();
+      auto pr = io::probe_files(src.drive_files(int(d)), src.manifest().span_bytes, qd, 64ull << 30, o.probe_seconds, 17 + d);
+      if (!pr.ok()) {
+        probe = "probe failed: " + pr.message();
+      } else {
+        const double before = d < probe_before.size() ? probe_before[d] : 0.0;
+        const double ref = before > 0 ? 0.5 * (before + pr->mb_s) : pr->mb_s;
+        probe = fmt::format("raw probe {}{:.1f} MB/s after ({}, random {} KiB reads at QD {}) -> engine at {:.0f}% of {}",
+                            before > 0 ? fmt::format("{:.1f} MB/s before, ", before) : "", pr->mb_s, pr->mode(),
+                            src.manifest().span_bytes / 1024, qd, ref > 0 ? 100 * achieved / ref : 0.0,
+                            before > 0 ? "their mean" : "the probe");
+      }
     }
     out.push_back(fmt::format("drive {} ({}): {}; demand {:.1f} MB in {} reads, prefetch {:.1f} MB in {} reads; "
                               "achieved {:.1f} MB/s over {:.3f} s busy; {} I/O errors, {} checksum errors; {}",

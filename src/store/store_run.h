@@ -18,7 +18,8 @@ struct StoreRunOptions {
   std::string io = "auto";     // auto | uring | pread
   std::string direct = "on";   // on | off
   int queue_depth = 32;
-  bool probe = true;           // with --stats: measure each drive's raw rate after the run
+  bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
+  double probe_seconds = 1.0;  // per drive, per probe
 };
 
 // Adds --store, --verify, --io, --direct, --queue-depth, --no-probe; returns the --store option.
@@ -38,7 +39,14 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads);
 // time) next to a raw O_DIRECT probe at the engine's queue depth, share of
 // wall time spent waiting for experts, checksum time, I/O mode, retries, and
 // the spine's precision label.
+// Each drive's raw rate (MB/s; 0 where the probe failed): random span-sized
+// O_DIRECT reads of the store's packs at the engine's queue depth.
+std::vector<double> probe_store_drives(const StoreExpertSource& src, const StoreRunOptions& o);
+
+// `probe_before`: the rates probe_store_drives gave before the run (may be
+// empty); the probe is repeated after the run and the engine's rate is
+// compared with the mean of the two, so drift during the run shows.
 std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall_seconds,
-                                           double wait_seconds);
+                                           double wait_seconds, const std::vector<double>& probe_before);
 
 }  // namespace deltafin
