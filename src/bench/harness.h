@@ -64,9 +64,14 @@ struct ArmSummary {
   double read_wait_per_token_s = 0;        // median over runs: decode time the compute waited for experts, per token
   double read_time_per_token_s = 0;        // median over runs: decode expert-read wall time per token
   double cold_bytes_per_token = 0;         // the bytes the roofline charges per token
-  // (cold bytes per token / probed disk rate) / median time per decode token;
-  // 1.0 = decoding at the disk's limit. 0 when there is no disk rate.
+  // (cold bytes per token / probed disk rate) / time per decode token;
+  // 1.0 = decoding at the disk's limit. 0 when there is no disk rate. With a
+  // probe after every run (bench's default), the median over runs of each
+  // run's ratio against its own probe, so drift of the drive between runs
+  // cancels; otherwise against the session's before/after probes.
   double roofline = 0;
+  double roofline_session = 0;  // always against the session's before/after probes
+  double run_probe_mb_s = 0;    // median of the per-run probes (0: none)
 };
 
 ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& runs, const Limits& limits);

@@ -18,6 +18,11 @@ double RunRecord::decode_tokens_per_s() const {
   return t > 0 ? double(step_s.size()) / t : 0.0;
 }
 
+double RunRecord::decode_seconds_per_token() const {
+  const double r = decode_tokens_per_s();
+  return r > 0 ? 1.0 / r : 0.0;
+}
+
 double RunRecord::decode_read_bytes_per_token() const {
   return step_s.empty() ? 0.0 : double(decode_read_bytes) / double(step_s.size());
 }
@@ -42,7 +47,8 @@ std::string RunRecord::to_json() const {
             {"prefill_read_bytes", prefill_read_bytes},
             {"decode_read_bytes", decode_read_bytes},
             {"prefill_distinct_experts", prefill_distinct_experts},
-            {"cold_bytes_per_token", cold_bytes_per_token}};
+            {"cold_bytes_per_token", cold_bytes_per_token},
+            {"disk_probe_mb_s", disk_probe_mb_s}};
   return j.dump();
 }
 
@@ -70,6 +76,7 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.decode_read_bytes = j.at("decode_read_bytes").get<uint64_t>();
     r.prefill_distinct_experts = j.at("prefill_distinct_experts").get<uint64_t>();
     r.cold_bytes_per_token = j.at("cold_bytes_per_token").get<uint64_t>();
+    r.disk_probe_mb_s = j.value("disk_probe_mb_s", 0.0);
   } catch (const std::exception& e) {
     return error("{}: not a run record: {}", what, e.what());
   }

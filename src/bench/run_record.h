@@ -36,11 +36,15 @@ struct RunRecord {
   uint64_t prefill_read_bytes = 0, decode_read_bytes = 0;
   uint64_t prefill_distinct_experts = 0;  // distinct (layer, expert) pairs routed by the prompt's rows
   uint64_t cold_bytes_per_token = 0;      // top_k x MoE layers x unit_bytes: one token's experts, all cold
+  // Filled in by `bench`, not by `run`: the drives' raw rate (MB/s, all
+  // drives together) probed right after this run; 0 when not probed.
+  double disk_probe_mb_s = 0;
 
   // Bytes read during prefill / bytes of the distinct experts the prompt routed (1.0: each read once).
   double prefill_read_amplification() const;
   double decode_tokens_per_s() const;      // decode steps / their summed time
   double decode_read_bytes_per_token() const;
+  double decode_seconds_per_token() const;  // 1 / decode_tokens_per_s()
 
   std::string to_json() const;
   static Result<RunRecord> from_json(const std::string& text, const std::string& what);

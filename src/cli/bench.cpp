@@ -46,6 +46,7 @@ struct BenchOptions {
   double probe_seconds = 2.0;
   size_t membw_mib = 512;
   bool drop_cache = false;
+  bool probe_each_run = true;
 };
 
 // The files a disk probe reads, per drive, and the span it reads: the store's
@@ -205,6 +206,12 @@ int bench_main(const BenchOptions& o) {
     const bench::OracleVerdict v = bench::check_oracle(oracle, rec->ids);
     if (!v.match && rejection[p.arm].empty())
       rejection[p.arm] = fmt::format("run {} differs from the oracle at token {}", i, v.first_difference);
+    // The drive's rate right after this run: the yardstick for this run's roofline.
+    if (o.probe && o.probe_each_run && !p.warmup) {
+      auto d = probe_disks(*targets, o);
+      if (!d.ok()) return fail(d.message());
+      for (const auto& x : *d) rec->disk_probe_mb_s += x.mb_s;
+    }
     if (!p.warmup) {
       measured[p.arm].push_back(*rec);
       chart.series[size_t(p.arm)].points.push_back({double(i + 1), rec->decode_tokens_per_s()});
@@ -216,10 +223,10 @@ int bench_main(const BenchOptions& o) {
     line["prefill_read_amplification"] = rec->prefill_read_amplification();
     line["argv"] = argv;
     log << line.dump() << "\n" << std::flush;
-    std::fprintf(stderr, "[%zu/%zu] %-12s %s ttft %.3f s, decode %.3f tok/s, %.1f MB read/token, oracle %s\n", i + 1,
+    std::fprintf(stderr, "[%zu/%zu] %-12s %s ttft %.3f s, decode %.3f tok/s, %.1f MB read/token, oracle %s%s\n", i + 1,
                  plan.size(), arm.name.c_str(), p.warmup ? "warm-up" : fmt::format("rep {}", p.rep).c_str(), rec->ttft_s,
-                 rec->decode_tokens_per_s(), rec->decode_read_bytes_per_token() / 1e6,
-                 v.match ? "ok" : "MISMATCH");
+                 rec->decode_tokens_per_s(), rec->decode_read_bytes_per_token() / 1e6, v.match ? "ok" : "MISMATCH",
+                 rec->disk_probe_mb_s > 0 ? fmt::format(", disk probe after {:.0f} MB/s", rec->disk_probe_mb_s).c_str() : "");
   }
 
   if (o.probe) {
@@ -249,7 +256,9 @@ int bench_main(const BenchOptions& o) {
                           {"read_wait_per_token_s", s.read_wait_per_token_s},
                           {"read_time_per_token_s", s.read_time_per_token_s},
                           {"cold_bytes_per_token", s.cold_bytes_per_token},
-                          {"roofline", s.roofline}});
+                          {"roofline", s.roofline},
+                          {"roofline_session", s.roofline_session},
+                          {"run_probe_mb_s", s.run_probe_mb_s}});
     summary.push_back(std::move(s));
   }
   // The disk's limit as a line: tok/s if every decode token's cold bytes came at the probed rate.
@@ -286,6 +295,7 @@ void setup(CLI::App& app) {
   cmd->add_option("--out", o->out, "Result directory (default bench-results/<UTC time>)");
   cmd->add_flag("!--no-probe", o->probe, "Skip the disk and memory probes");
   cmd->add_option("--probe-seconds", o->probe_seconds, "Seconds per drive per disk probe")->check(CLI::Range(0.05, 600.0));
+  cmd->add_flag("!--no-probe-each-run", o->probe_each_run, "Probe the drives only before and after all runs, not after each");
   cmd->add_option("--membw-mib", o->membw_mib, "Buffer of the memory-bandwidth probe")->check(CLI::Range(16, 1 << 16));
   cmd->add_flag("--drop-cache", o->drop_cache, "--model: drop the checkpoint's cached pages before each run (cold)");
   cmd->callback([o] { set_exit_code(bench_main(*o)); });

@@ -112,6 +112,23 @@ TEST(BenchSummary, ReadAmplificationAndRooflineFromCraftedRuns) {
   EXPECT_NE(format_summary({a}, lim).find("0.839"), std::string::npos);
 }
 
+TEST(BenchSummary, PerRunProbesGiveAPerRunRoofline) {
+  // Three runs, each with its own probe after it: 64 MiB/token at 2, 4 and 1 tok/s
+  // against 200, 400 and 100 MB/s -> every run's ratio is (64 MiB / probe) / step = 0.671.
+  RunRecord a = crafted(0.5), b = crafted(0.25), c = crafted(1.0);
+  a.disk_probe_mb_s = 200, b.disk_probe_mb_s = 400, c.disk_probe_mb_s = 100;
+  Limits lim;
+  lim.disk_before = {{"/d0", "probe", 1000}};
+  const ArmSummary s = summarize_arm("a", {a, b, c}, lim);
+  const double each = (64.0 * (1 << 20) / 200e6) / 0.5;
+  EXPECT_NEAR(s.roofline, each, 1e-12);
+  EXPECT_DOUBLE_EQ(s.run_probe_mb_s, 200);
+  EXPECT_NEAR(s.roofline_session, (64.0 * (1 << 20) / 1000e6) / 0.5, 1e-12);
+  // One run without a probe: fall back to the session's rate.
+  c.disk_probe_mb_s = 0;
+  EXPECT_NEAR(summarize_arm("a", {a, b, c}, lim).roofline, s.roofline_session, 1e-12);
+}
+
 TEST(BenchSummary, WarmRunsAreLabelledAndChargedTheTheoreticalColdBytes) {
   RunRecord r = crafted(0.5);
   r.cold = false, r.io_mode = "mmap", r.decode_read_bytes = 0;
