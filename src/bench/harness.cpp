@@ -116,12 +116,17 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
   const double disk = limits.disk_mb_s() * 1e6, t = spread(step).median;
   if (disk > 0 && t > 0) a.roofline_session = (a.cold_bytes_per_token / disk) / t;
   a.roofline = a.roofline_session;
-  std::vector<double> per_run, probes;
-  for (const auto& r : runs)
+  std::vector<double> per_run, probes, engine, engine_ratio;
+  for (const auto& r : runs) {
+    if (r.engine_mb_s > 0) engine.push_back(r.engine_mb_s);
+    if (r.disk_probe_mb_s > 0 && r.engine_mb_s > 0) engine_ratio.push_back(r.engine_mb_s / r.disk_probe_mb_s);
     if (r.disk_probe_mb_s > 0 && r.decode_seconds_per_token() > 0) {
       per_run.push_back((a.cold_bytes_per_token / (r.disk_probe_mb_s * 1e6)) / r.decode_seconds_per_token());
       probes.push_back(r.disk_probe_mb_s);
     }
+  }
+  a.engine_mb_s = spread(engine).median;
+  a.engine_vs_probe = spread(engine_ratio).median;
   if (!runs.empty() && per_run.size() == runs.size()) {
     a.roofline = spread(per_run).median;
     a.run_probe_mb_s = spread(probes).median;
@@ -141,8 +146,9 @@ std::string format_summary(const std::vector<ArmSummary>& arms, const Limits& li
   s += fmt::format("disk rate of the session (mean of before and after): {:.0f} MB/s\n", limits.disk_mb_s());
   for (const auto& a : arms)
     if (a.run_probe_mb_s > 0)
-      s += fmt::format("arm {}: probe after each run, median {:.0f} MB/s; roofline against it {:.3f} (against the session's rate {:.3f})\n",
-                       a.name, a.run_probe_mb_s, a.roofline, a.roofline_session);
+      s += fmt::format("arm {}: probe after each run, median {:.0f} MB/s; roofline against it {:.3f} (against the session's "
+                       "rate {:.3f}); read engine {:.0f} MB/s while busy, {:.0f}% of the probe after its run (median)\n",
+                       a.name, a.run_probe_mb_s, a.roofline, a.roofline_session, a.engine_mb_s, 100 * a.engine_vs_probe);
   s += "\n";
   s += fmt::format("{:<14} {:>5} {:<6} {:>9} {:>11} {:>28} {:>9} {:>11} {:>9} {:>9}  {}\n", "arm", "runs", "cache",
                    "TTFT s", "prefill t/s", "decode tok/s med [min, max]", "MB/token", "read ms/tok", "read amp",

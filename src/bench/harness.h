@@ -72,6 +72,8 @@ struct ArmSummary {
   double roofline = 0;
   double roofline_session = 0;  // always against the session's before/after probes
   double run_probe_mb_s = 0;    // median of the per-run probes (0: none)
+  double engine_mb_s = 0;       // median over runs of the read engine's achieved rate
+  double engine_vs_probe = 0;   // median over runs of engine_mb_s / that run's probe (0: no per-run probes)
 };
 
 ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& runs, const Limits& limits);

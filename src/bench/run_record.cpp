@@ -48,6 +48,7 @@ std::string RunRecord::to_json() const {
             {"decode_read_bytes", decode_read_bytes},
             {"prefill_distinct_experts", prefill_distinct_experts},
             {"cold_bytes_per_token", cold_bytes_per_token},
+            {"engine_mb_s", engine_mb_s},
             {"disk_probe_mb_s", disk_probe_mb_s}};
   return j.dump();
 }
@@ -77,6 +78,7 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.prefill_distinct_experts = j.at("prefill_distinct_experts").get<uint64_t>();
     r.cold_bytes_per_token = j.at("cold_bytes_per_token").get<uint64_t>();
     r.disk_probe_mb_s = j.value("disk_probe_mb_s", 0.0);
+    r.engine_mb_s = j.value("engine_mb_s", 0.0);
   } catch (const std::exception& e) {
     return error("{}: not a run record: {}", what, e.what());
   }

@@ -36,6 +36,9 @@ struct RunRecord {
   uint64_t prefill_read_bytes = 0, decode_read_bytes = 0;
   uint64_t prefill_distinct_experts = 0;  // distinct (layer, expert) pairs routed by the prompt's rows
   uint64_t cold_bytes_per_token = 0;      // top_k x MoE layers x unit_bytes: one token's experts, all cold
+  // Store runs: each drive's bytes over its busy time (at least one read in
+  // flight), summed over drives, MB/s: the read engine's achieved rate.
+  double engine_mb_s = 0;
   // Filled in by `bench`, not by `run`: the drives' raw rate (MB/s, all
   // drives together) probed right after this run; 0 when not probed.
   double disk_probe_mb_s = 0;

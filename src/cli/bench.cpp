@@ -258,7 +258,9 @@ int bench_main(const BenchOptions& o) {
                           {"cold_bytes_per_token", s.cold_bytes_per_token},
                           {"roofline", s.roofline},
                           {"roofline_session", s.roofline_session},
-                          {"run_probe_mb_s", s.run_probe_mb_s}});
+                          {"run_probe_mb_s", s.run_probe_mb_s},
+                          {"engine_mb_s", s.engine_mb_s},
+                          {"engine_vs_probe", s.engine_vs_probe}});
     summary.push_back(std::move(s));
   }
   // The disk's limit as a line: tok/s if every decode token's cold bytes came at the probed rate.

@@ -78,6 +78,7 @@ void describe_source(const StoreModel& sm, bench::RunRecord& rec) {
   }
   rec.cold = true;
   for (const auto& d : sm.source->engine().stats().drives) {
+    if (d.busy_seconds > 0) rec.engine_mb_s += double(d.bytes[0] + d.bytes[1]) / d.busy_seconds / 1e6;
     if (rec.io_mode.find(d.mode) == std::string::npos) rec.io_mode += (rec.io_mode.empty() ? "" : ",") + d.mode;
     if (d.mode.find("O_DIRECT") == std::string::npos) rec.cold = false;
   }

@@ -1,7 +1,8 @@
 #include "io/aligned_arena.h"
 
-#include <cstdlib>
-#include <new>
+#include <algorithm>
+
+#include "io/io_buffer.h"
 
 namespace deltafin::io {
 
@@ -11,7 +12,7 @@ AlignedArena::AlignedArena(uint64_t slot_bytes, size_t max_slots, size_t demand_
     : slot_bytes_((slot_bytes + 4095) / 4096 * 4096), max_slots_(max_slots), demand_reserve_(demand_reserve) {}
 
 AlignedArena::~AlignedArena() {
-  for (uint8_t* p : all_) std::free(p);
+  for (uint8_t* p : chunks_) free_io_buffer(p);
 }
 
 bool AlignedArena::admissible(Purpose p) const {
@@ -26,10 +27,17 @@ uint8_t* AlignedArena::take_locked() {
     free_.pop_back();
     return p;
   }
-  void* mem = std::aligned_alloc(4096, slot_bytes_);
+  // A chunk of up to 8 slots (at least ~16 MiB when slots are small), so huge
+  // pages cover the slots without rounding each one up to 2 MiB.
+  const size_t want = std::max<size_t>(8, size_t((16 << 20) / slot_bytes_));
+  const size_t n = std::min(want, max_slots_ - all_.size());
+  uint8_t* mem = alloc_io_buffer(n * slot_bytes_);
   if (!mem) return nullptr;
-  all_.push_back(static_cast<uint8_t*>(mem));
-  return all_.back();
+  chunks_.push_back(mem);
+  for (size_t i = 0; i < n; ++i) all_.push_back(mem + i * slot_bytes_);
+  // Hand out the first; the rest are free (pushed so the lowest address goes next).
+  for (size_t i = n; i-- > 1;) free_.push_back(mem + i * slot_bytes_);
+  return mem;
 }
 
 uint8_t* AlignedArena::try_take(Purpose p) {

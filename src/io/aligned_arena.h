@@ -1,7 +1,9 @@
 // A bounded arena of equal, 4 KiB-aligned buffers (O_DIRECT needs aligned
-// memory). Buffers are allocated lazily up to `max_slots` and reused; a
-// prefetch may never take one of the last `demand_reserve` free slots, so a
-// demand read is always admissible while prefetches are in flight.
+// memory). Buffers are allocated lazily up to `max_slots`, several at a time
+// in huge-page-backed chunks (io_buffer.h: far fewer scatter-gather segments
+// per read), and reused; a prefetch may never take one of the last
+// `demand_reserve` free slots, so a demand read is always admissible while
+// prefetches are in flight.
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -40,6 +42,7 @@ class AlignedArena {
   const size_t max_slots_, demand_reserve_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::vector<uint8_t*> chunks_;  // allocations; slots are carved from them
   std::vector<uint8_t*> all_, free_;
 };
 

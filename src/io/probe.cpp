@@ -1,10 +1,13 @@
 #include "io/probe.h"
 
+#include "io/io_buffer.h"
+
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -57,7 +60,12 @@ Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t 
   }
   if (fds.t.empty()) return error("probe: no file of at least {} bytes", block);
   std::vector<uint8_t*> bufs(static_cast<size_t>(qd), nullptr);
-  for (auto& b : bufs) b = static_cast<uint8_t*>(std::aligned_alloc(4096, block));
+  // The engine's kind of buffer (io_buffer.h), so the probe measures what the engine can get.
+  for (auto& b : bufs) b = alloc_io_buffer(block);
+  if (std::find(bufs.begin(), bufs.end(), nullptr) != bufs.end()) {
+    for (auto* b : bufs) free_io_buffer(b);
+    return error("probe: cannot allocate {} buffers of {} bytes", qd, block);
+  }
   std::mt19937_64 rng(seed);
   auto pick = [&](Target*& t, uint64_t& off) {
     t = &fds.t[rng() % fds.t.size()];
@@ -118,7 +126,7 @@ Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t 
     r.bytes = done;
   }
   r.seconds = elapsed();
-  for (auto* b : bufs) std::free(b);
+  for (auto* b : bufs) free_io_buffer(b);
   if (!failure.ok()) return failure;
   r.mb_s = r.seconds > 0 ? double(r.bytes) / r.seconds / 1e6 : 0;
   return r;

@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
 
 #include "io/aligned_arena.h"
+#include "io/io_buffer.h"
 #include "io/read_engine.h"
 
 namespace deltafin::io {
@@ -202,6 +205,32 @@ TEST(IoArena, PrefetchNeverTakesDemandReserve) {
   a.release(d);
   EXPECT_EQ(a.in_use(), 0u);
   EXPECT_EQ(a.allocated(), 3u);
+}
+
+// Slots are carved from huge-page-sized chunks: distinct, 4 KiB-aligned, never
+// overlapping, never more than max_slots; large buffers are 2 MiB-aligned.
+TEST(IoArena, ChunkedSlotsAreDistinctAlignedAndBounded) {
+  for (uint64_t slot : {uint64_t(4096), uint64_t(3133440), uint64_t(100000)}) {
+    AlignedArena a(slot, 11, 0);
+    std::vector<uint8_t*> got;
+    while (uint8_t* p = a.try_take(Purpose::Demand)) got.push_back(p);
+    ASSERT_EQ(got.size(), 11u) << slot;
+    EXPECT_EQ(a.allocated(), 11u);
+    std::sort(got.begin(), got.end());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(got[i]) % 4096, 0u);
+      if (i) {
+        EXPECT_GE(uint64_t(got[i] - got[i - 1]), a.slot_bytes()) << "overlap";
+      }
+      std::memset(got[i], int(i), a.slot_bytes());  // the whole slot is writable (ASan checks)
+    }
+    for (auto* p : got) a.release(p);
+    EXPECT_EQ(a.in_use(), 0u);
+  }
+  uint8_t* big = alloc_io_buffer(3133440);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % kHugePage, 0u);
+  free_io_buffer(big);
 }
 
 // Many threads submit demand and prefetch reads into arena slots, cancel some
