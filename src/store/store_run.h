@@ -17,7 +17,11 @@ struct StoreRunOptions {
   std::string verify = "on";   // on | off
   std::string io = "auto";     // auto | uring | pread
   std::string direct = "on";   // on | off
-  int queue_depth = 32;
+  // Reads in flight per drive: few enough that a layer's reads finish one
+  // after another, so experts are computed while the rest arrive (with 16
+  // concurrent reads all finish together and the compute comes after;
+  // docs/STORE.md has the measurement).
+  int queue_depth = 8;
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
 };
