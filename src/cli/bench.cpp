@@ -38,7 +38,7 @@ struct BenchOptions {
   bool chat = false;
   int max_new = 16, reps = 4, warmup = 1;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  int queue_depth = 8;  // the run default (store_run.h)
+  int queue_depth = 4;  // the run default (store_run.h)
   std::vector<std::string> arms;
   std::string flags;  // common to every arm
   std::string out;

@@ -1,5 +1,6 @@
 // Dense SiTU FFN (layer 0) and the latent MoE (spec §2.6, §2.7).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <numeric>
@@ -134,12 +135,17 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     std::mutex mu;
     Status failed;
     double thread_wait = 0;
-    pool->parallel_for(uni.size(), 1, [&, weights, experts, routed](size_t u0, size_t u1) {
+    // Experts are handed out in request order as threads free up (not in
+    // fixed halves): reads finish roughly in that order, so no thread sits on
+    // a late half while the other has nothing left.
+    std::atomic<size_t> next{0};
+    const size_t n = uni.size();
+    pool->parallel_for(size_t(pool->size()), 1, [&, weights, experts, routed](size_t, size_t) {
       thread_local std::vector<size_t> my_rows;
       thread_local std::vector<float> my_buf;
       double my_wait = 0;
       Status my_status;
-      for (size_t u = u0; u < u1 && my_status.ok(); ++u) {
+      for (size_t u = next++; u < n && my_status.ok(); u = next++) {
         const auto w0 = Clock::now();
         my_status = src.wait(u);
         my_wait += std::chrono::duration<double>(Clock::now() - w0).count();

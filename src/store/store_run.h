@@ -21,7 +21,7 @@ struct StoreRunOptions {
   // after another, so experts are computed while the rest arrive (with 16
   // concurrent reads all finish together and the compute comes after;
   // docs/STORE.md has the measurement).
-  int queue_depth = 8;
+  int queue_depth = 4;
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
 };
