@@ -211,8 +211,9 @@ TEST(SimDrives, ReplicasNeverSlowTheLadder) {
     ASSERT_TRUE(without.ok() && with.ok());
     for (size_t k = 1; k < 4; ++k)
       EXPECT_LE((*with)[k].per_token_s, (*without)[k].per_token_s * (1 + 1e-9)) << k + 1 << " drives, span " << span;
-    // Measured 3.63x (k3s span) and 3.8x (K3 span) with this trace; without
-    // replicas about 2.6x.
+    // Measured with this trace: 1.98x / 2.62x / 3.83x (k3s span) and 2.00x /
+    // 2.77x / 3.60x (K3 span); without replicas 2.51x and 2.54x on 4 drives.
+    EXPECT_GE((*with)[1].speedup, 1.8) << "span " << span;
     EXPECT_GE((*with)[3].speedup, 3.4) << "span " << span;
   }
 }
