@@ -152,8 +152,6 @@ struct ReadEngine::Impl {
   }
 
   std::vector<size_t> usable_replicas(ReadJob& j);
-  void split(const ReadHandle& h, const std::vector<size_t>& ok, std::vector<ReplicaLoad>& loads,
-             std::vector<Chunk>& parts);
   std::vector<ReplicaLoad> drive_loads();  // per drive: bytes in flight, rate estimate
 
   bool usable(const ReadJob& j, size_t r) const {
@@ -495,26 +493,6 @@ std::vector<size_t> ReadEngine::Impl::usable_replicas(ReadJob& j) {
   return ok;
 }
 
-// Cuts a split read into parts over the usable replicas `ok`, water-filled by
-// `loads` (the drives' bytes in flight, rates), which then count the parts;
-// appends them to `parts` (the batch's, to enqueue once all are cut).
-// With j.mu held.
-void ReadEngine::Impl::split(const ReadHandle& h, const std::vector<size_t>& ok, std::vector<ReplicaLoad>& loads,
-                             std::vector<Chunk>& parts) {
-  ReadJob& j = *h;
-  std::vector<ReplicaLoad> mine;
-  for (size_t r : ok) mine.push_back(loads[size_t(files[j.req.replicas[r].file].drive)]);
-  const std::vector<SplitPiece> pieces = split_by_eta(j.req.span, mine);
-  for (const SplitPiece& piece : pieces) {
-    const Replica& rp = j.req.replicas[ok[piece.replica]];
-    loads[size_t(files[rp.file].drive)].inflight_bytes += piece.length;
-    parts.push_back(Chunk{h, rp.file, rp.offset + piece.begin, piece.length, j.req.dest + piece.begin, 0});
-  }
-  j.attempt = -1;
-  j.pending = int(pieces.size());
-  split_reads++;
-}
-
 std::vector<ReplicaLoad> ReadEngine::Impl::drive_loads() {
   std::vector<ReplicaLoad> out;
   for (auto& d : drives) {
@@ -532,34 +510,38 @@ ReadHandle ReadEngine::submit(ReadRequest req) {
 
 std::vector<ReadHandle> ReadEngine::submit_batch(std::vector<ReadRequest> reqs) {
   Impl& im = *impl_;
-  std::vector<ReplicaLoad> loads = im.drive_loads();
   std::vector<ReadHandle> out;
-  std::vector<Chunk> parts;
-  std::vector<size_t> whole;              // reads not split: indices into out
-  std::vector<std::vector<size_t>> usable;  // their usable replicas
-  std::vector<BatchRead> batch;
+  std::vector<std::vector<size_t>> usable;  // per read: its usable replicas
+  std::vector<BatchRead> batch;             // the same, as drives (none for an invalid read)
   for (auto& req : reqs) {
     auto h = std::make_shared<ReadJob>(std::move(req));
     out.push_back(h);
-    ReadJob& j = *h;
-    std::lock_guard<std::mutex> lock(j.mu);
-    std::vector<size_t> ok = im.usable_replicas(j);
-    if (j.done) continue;
-    if (should_split(ok.size(), j.req.span, opts_.split_min)) {
-      im.split(h, ok, loads, parts);
-      continue;
-    }
-    BatchRead b{{}, j.req.span};
-    for (size_t r : ok) b.drives.push_back(im.files[j.req.replicas[r].file].drive);
-    whole.push_back(out.size() - 1);
-    usable.push_back(std::move(ok));
+    std::lock_guard<std::mutex> lock(h->mu);
+    usable.push_back(im.usable_replicas(*h));
+    BatchRead b{{}, h->req.span};
+    if (!h->done)
+      for (size_t r : usable.back()) b.drives.push_back(im.files[h->req.replicas[r].file].drive);
     batch.push_back(std::move(b));
   }
-  const std::vector<int> pick = assign_replicas(batch, loads);
-  for (size_t i = 0; i < whole.size(); ++i) {
-    const ReadHandle& h = out[whole[i]];
-    std::lock_guard<std::mutex> lock(h->mu);
-    if (auto c = im.next_attempt(h, pick[i] >= 0 ? int(usable[i][size_t(pick[i])]) : -1)) parts.push_back(std::move(*c));
+  const auto plan = plan_batch(batch, im.drive_loads(), opts_.split_min);
+  std::vector<Chunk> parts;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const ReadHandle& h = out[i];
+    ReadJob& j = *h;
+    std::lock_guard<std::mutex> lock(j.mu);
+    if (j.done) continue;
+    const std::vector<size_t>& ok = usable[i];
+    if (should_split(ok.size(), j.req.span, opts_.split_min) && !plan[i].empty()) {
+      for (const SplitPiece& piece : plan[i]) {
+        const Replica& rp = j.req.replicas[ok[piece.replica]];
+        parts.push_back(Chunk{h, rp.file, rp.offset + piece.begin, piece.length, j.req.dest + piece.begin, 0});
+      }
+      j.attempt = -1;
+      j.pending = int(plan[i].size());
+      im.split_reads++;
+    } else if (auto c = im.next_attempt(h, plan[i].empty() ? -1 : int(ok[plan[i][0].replica]))) {
+      parts.push_back(std::move(*c));
+    }
   }
   for (auto& c : parts) im.enqueue(std::move(c));
   return out;

@@ -84,11 +84,11 @@ class ReadEngine {
   void disable_drive(int drive);
 
   ReadHandle submit(ReadRequest req);
-  // Submits reads known together (a layer's experts): split reads are cut in
-  // order, each water-filled over its replicas' drives given the bytes in
-  // flight and the parts before it; the other reads' replicas are chosen
-  // together (io::assign_replicas), so that the batch's busiest drive finishes
-  // no later than with one-by-one picks. A handle per request, in order.
+  // Submits reads known together (a layer's experts) as io::plan_batch plans
+  // them: split reads water-filled over their replicas' drives given the bytes
+  // in flight and the parts before them; the other reads' replicas chosen
+  // together, so that the batch's busiest drive finishes no later than with
+  // one-by-one picks. A handle per request, in order.
   std::vector<ReadHandle> submit_batch(std::vector<ReadRequest> reqs);
   // Blocks until the read is finished (ok, failed or cancelled); after it
   // returns the engine no longer touches req.dest. The checksum is computed

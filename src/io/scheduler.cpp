@@ -130,6 +130,29 @@ std::vector<int> assign_replicas(std::span<const BatchRead> reads, std::span<con
   return pick;
 }
 
+std::vector<std::vector<SplitPiece>> plan_batch(std::span<const BatchRead> reads, std::span<const ReplicaLoad> drives,
+                                                uint64_t split_min) {
+  std::vector<ReplicaLoad> loads(drives.begin(), drives.end());
+  std::vector<std::vector<SplitPiece>> out(reads.size());
+  std::vector<size_t> whole;
+  std::vector<BatchRead> batch;
+  for (size_t r = 0; r < reads.size(); ++r) {
+    if (!should_split(reads[r].drives.size(), reads[r].span, split_min)) {
+      whole.push_back(r);
+      batch.push_back(reads[r]);
+      continue;
+    }
+    std::vector<ReplicaLoad> mine;
+    for (int d : reads[r].drives) mine.push_back(loads[size_t(d)]);
+    out[r] = split_by_eta(reads[r].span, mine);
+    for (const SplitPiece& p : out[r]) loads[size_t(reads[r].drives[p.replica])].inflight_bytes += p.length;
+  }
+  const std::vector<int> pick = assign_replicas(batch, loads);
+  for (size_t i = 0; i < whole.size(); ++i)
+    if (pick[i] >= 0) out[whole[i]].push_back({size_t(pick[i]), 0, reads[whole[i]].span});
+  return out;
+}
+
 std::optional<Purpose> admit_next(const DriveSlots& s) {
   if (s.inflight_demand + s.inflight_prefetch >= s.depth) return std::nullopt;
   if (s.demand_queued) return Purpose::Demand;

@@ -60,6 +60,14 @@ struct BatchRead {
 // never later than the greedy's.
 std::vector<int> assign_replicas(std::span<const BatchRead> reads, std::span<const ReplicaLoad> drives);
 
+// How a batch is read: per read, its pieces (replica = index into its drives;
+// one piece covering the span for a read that is not split; none for a read
+// without drives). Split reads (should_split) are cut first, in order, each by
+// split_by_eta seeing the loads plus the pieces before it; then the other
+// reads' replicas come from assign_replicas on top of all that.
+std::vector<std::vector<SplitPiece>> plan_batch(std::span<const BatchRead> reads, std::span<const ReplicaLoad> drives,
+                                                uint64_t split_min);
+
 // A drive's admission state.
 struct DriveSlots {
   int depth = 1;           // reads in flight at most

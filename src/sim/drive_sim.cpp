@@ -155,33 +155,20 @@ Status DriveSim::run_batch(std::span<const SimRead> reads) {
       if (dr < 0 || size_t(dr) >= drives_.size())
         return error("simulator: read {} names drive {} of {}", j, dr, drives_.size());
   }
-  // As the engine's submit_batch: split reads first, each water-filled over its
-  // replicas given the bytes in flight then; then the whole reads together.
-  std::vector<size_t> whole;
-  for (size_t j = 0; j < reads.size(); ++j) {
-    const SimRead& r = reads[j];
-    open_jobs_++;
-    if (!io::should_split(r.drives.size(), r.span, opts_.split_min)) {
-      whole.push_back(j);
-      continue;
-    }
-    std::vector<io::ReplicaLoad> loads;
-    for (int dr : r.drives) loads.push_back({drives_[dr].inflight_bytes, drives_[dr].est.rate});
-    const auto pieces = io::split_by_eta(r.span, loads);
-    pending_[j] = int(pieces.size());
-    split_reads_++;
-    for (const auto& pc : pieces)
-      enqueue(r.drives[pc.replica], Piece{int(j), r.purpose, pc.length, double(pc.length), 0});
-  }
+  // The engine's submit_batch plan: split reads water-filled first, then the
+  // whole reads' replicas chosen together.
   std::vector<io::ReplicaLoad> loads;
   for (const Drive& d : drives_) loads.push_back({d.inflight_bytes, d.est.rate});
   std::vector<io::BatchRead> batch;
-  for (size_t j : whole) batch.push_back({reads[j].drives, reads[j].span});
-  const std::vector<int> pick = io::assign_replicas(batch, loads);
-  for (size_t i = 0; i < whole.size(); ++i) {
-    const SimRead& r = reads[whole[i]];
-    pending_[whole[i]] = 1;
-    enqueue(r.drives[size_t(pick[i])], Piece{int(whole[i]), r.purpose, r.span, double(r.span), 0});
+  for (const SimRead& r : reads) batch.push_back({r.drives, r.span});
+  const auto plan = io::plan_batch(batch, loads, opts_.split_min);
+  for (size_t j = 0; j < reads.size(); ++j) {
+    const SimRead& r = reads[j];
+    open_jobs_++;
+    pending_[j] = int(plan[j].size());
+    split_reads_ += io::should_split(r.drives.size(), r.span, opts_.split_min);
+    for (const auto& pc : plan[j])
+      enqueue(r.drives[pc.replica], Piece{int(j), r.purpose, pc.length, double(pc.length), 0});
   }
   while (open_jobs_ > 0) step();
   return {};

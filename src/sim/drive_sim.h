@@ -56,9 +56,8 @@ class DriveSim {
   static Result<DriveSim> create(const SimOptions& opts);
 
   // Submits the reads at the current time as the engine's submit_batch does
-  // (split reads first, in order, each seeing the bytes in flight; then the
-  // whole reads' replicas chosen together by io::assign_replicas), and runs
-  // until all have completed;
+  // (io::plan_batch: split reads water-filled first, in order; then the whole
+  // reads' replicas chosen together), and runs until all have completed;
   // the clock is then at the last completion.
   Status run_batch(std::span<const SimRead> reads);
   // Time passes with nothing submitted (e.g. compute between layers).

@@ -163,6 +163,38 @@ TEST(IoScheduler, BatchAssignmentMovesReadsDownAChain) {
   EXPECT_EQ(assign_replicas(none, drives), (std::vector<int>{-1, 0}));
 }
 
+TEST(IoScheduler, BatchPlanCutsSplitReadsFirstThenAssigns) {
+  constexpr uint64_t kPage = 4096;
+  const std::vector<ReplicaLoad> drives = {{0, double(1 << 30)}, {4 * kPage, double(1 << 30)}};
+  // split_min 8 pages. A (12 pages on drives 0 and 1) is split: both finish
+  // after (12 + 4) / 2 = 8 pages, so 8 on drive 0 and 4 on drive 1; then B (4
+  // pages, copies on drives 1 and 0) sees 8 and 8 in flight and takes its first
+  // copy; C has no drive and gets nothing.
+  const std::vector<BatchRead> reads = {{{0, 1}, 12 * kPage}, {{1, 0}, 4 * kPage}, {{}, 4 * kPage}};
+  const auto plan = plan_batch(reads, drives, 8 * kPage);
+  ASSERT_EQ(plan.size(), 3u);
+  ASSERT_EQ(plan[0].size(), 2u);
+  EXPECT_EQ(plan[0][0].replica, 0u);
+  EXPECT_EQ(plan[0][0].length, 8 * kPage);
+  EXPECT_EQ(plan[0][1].replica, 1u);
+  EXPECT_EQ(plan[0][1].begin, 8 * kPage);
+  EXPECT_EQ(plan[0][1].length, 4 * kPage);
+  ASSERT_EQ(plan[1].size(), 1u);
+  EXPECT_EQ(plan[1][0].replica, 0u);
+  EXPECT_EQ(plan[1][0].begin, 0u);
+  EXPECT_EQ(plan[1][0].length, 4 * kPage);
+  EXPECT_TRUE(plan[2].empty());
+  // Without the split (split_min above A), A and B are whole: A on drive 0
+  // (idle), B on drive 1 behind its 4 pages (finishes at 8, drive 0 at 12)
+  // rather than drive 0 (16).
+  const auto whole = plan_batch(reads, drives, 16 * kPage);
+  ASSERT_EQ(whole[0].size(), 1u);
+  EXPECT_EQ(whole[0][0].replica, 0u);
+  EXPECT_EQ(whole[0][0].length, 12 * kPage);
+  ASSERT_EQ(whole[1].size(), 1u);
+  EXPECT_EQ(whole[1][0].replica, 0u);  // its first copy: drive 1
+}
+
 TEST(IoScheduler, BatchAssignmentNeverFinishesLaterThanOneByOne) {
   // Random batches (fixed seed): the busiest drive's finish estimate after
   // assign_replicas is never later than after sequential pick_replica.
