@@ -151,6 +151,9 @@ struct ReadEngine::Impl {
     }
   }
 
+  std::vector<size_t> usable_replicas(ReadJob& j);
+  std::vector<ReplicaLoad> drive_loads();  // per drive: bytes in flight, rate estimate
+
   bool usable(const ReadJob& j, size_t r) const {
     const Replica& rp = j.req.replicas[r];
     if (rp.file < 0 || size_t(rp.file) >= files.size()) return false;
@@ -180,18 +183,23 @@ struct ReadEngine::Impl {
 
   // Starts the next whole-span attempt, or finishes with the collected errors.
   // With j.mu held; returns the chunk to enqueue after unlocking (if any).
-  std::optional<Chunk> next_attempt(const ReadHandle& h) {
+  // `prefer`: the replica a batch assigned, if still untried; else the
+  // scheduler's pick now.
+  std::optional<Chunk> next_attempt(const ReadHandle& h, int prefer = -1) {
     ReadJob& j = *h;
     std::vector<size_t> untried;
     std::vector<ReplicaLoad> loads;
     for (size_t r = 0; r < j.req.replicas.size(); ++r)
-      if (!j.tried[r]) untried.push_back(r), loads.push_back(load(j, r));
-    const int pick = pick_replica(loads, j.req.span);
+      if (!j.tried[r]) untried.push_back(r);
+    const bool preferred = prefer >= 0 && size_t(prefer) < j.tried.size() && !j.tried[size_t(prefer)];
+    if (!preferred)
+      for (size_t r : untried) loads.push_back(load(j, r));
+    const int pick = preferred ? 0 : pick_replica(loads, j.req.span);
     if (pick < 0) {
       finish(j, error("{}: no replica could be read: {}", j.req.label, j.failures.empty() ? "no usable replica" : j.failures));
       return std::nullopt;
     }
-    const int best = int(untried[pick]);
+    const int best = preferred ? prefer : int(untried[pick]);
     j.attempt = best;
     j.pending = 1;
     j.part_failed = false;
@@ -469,44 +477,74 @@ void ReadEngine::disable_drive(int drive) {
   if (drive >= 0 && drive < drive_count()) impl_->drives[drive].disabled = true;
 }
 
+// Marks the unusable replicas tried and returns the usable ones; finishes an
+// invalid read with its error (then returns nothing). With j.mu held.
+std::vector<size_t> ReadEngine::Impl::usable_replicas(ReadJob& j) {
+  j.tried.assign(j.req.replicas.size(), 0);
+  std::vector<size_t> ok;
+  for (size_t r = 0; r < j.req.replicas.size(); ++r) {
+    if (usable(j, r)) ok.push_back(r);
+    else j.tried[r] = 1;
+  }
+  if (j.req.span == 0 || j.req.span % 4096 || j.req.length > j.req.span || !j.req.dest) {
+    finish(j, error("{}: invalid read (span {}, length {})", j.req.label, j.req.span, j.req.length));
+    return {};
+  }
+  return ok;
+}
+
+std::vector<ReplicaLoad> ReadEngine::Impl::drive_loads() {
+  std::vector<ReplicaLoad> out;
+  for (auto& d : drives) {
+    std::lock_guard<std::mutex> lock(d.mu);
+    out.push_back({d.inflight_bytes, d.est.rate});
+  }
+  return out;
+}
+
 ReadHandle ReadEngine::submit(ReadRequest req) {
+  std::vector<ReadRequest> one;
+  one.push_back(std::move(req));
+  return submit_batch(std::move(one)).front();
+}
+
+std::vector<ReadHandle> ReadEngine::submit_batch(std::vector<ReadRequest> reqs) {
   Impl& im = *impl_;
-  auto h = std::make_shared<ReadJob>(std::move(req));
-  ReadJob& j = *h;
+  std::vector<ReadHandle> out;
+  std::vector<std::vector<size_t>> usable;  // per read: its usable replicas
+  std::vector<BatchRead> batch;             // the same, as drives (none for an invalid read)
+  for (auto& req : reqs) {
+    auto h = std::make_shared<ReadJob>(std::move(req));
+    out.push_back(h);
+    std::lock_guard<std::mutex> lock(h->mu);
+    usable.push_back(im.usable_replicas(*h));
+    BatchRead b{{}, h->req.span};
+    if (!h->done)
+      for (size_t r : usable.back()) b.drives.push_back(im.files[h->req.replicas[r].file].drive);
+    batch.push_back(std::move(b));
+  }
+  const auto plan = plan_batch(batch, im.drive_loads(), opts_.split_min);
   std::vector<Chunk> parts;
-  {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const ReadHandle& h = out[i];
+    ReadJob& j = *h;
     std::lock_guard<std::mutex> lock(j.mu);
-    j.tried.assign(j.req.replicas.size(), 0);
-    std::vector<size_t> ok;
-    for (size_t r = 0; r < j.req.replicas.size(); ++r) {
-      if (im.usable(j, r)) ok.push_back(r);
-      else j.tried[r] = 1;
-    }
-    if (j.req.span == 0 || j.req.span % 4096 || j.req.length > j.req.span || !j.req.dest) {
-      im.finish(j, error("{}: invalid read (span {}, length {})", j.req.label, j.req.span, j.req.length));
-      return h;
-    }
-    if (should_split(ok.size(), j.req.span, opts_.split_min)) {
-      // Split across replicas in proportion to their drives' rates, 4 KiB pieces.
-      std::vector<double> rate(ok.size());
-      for (size_t i = 0; i < ok.size(); ++i) {
-        auto& d = im.drives[im.files[j.req.replicas[ok[i]].file].drive];
-        std::lock_guard<std::mutex> dl(d.mu);
-        rate[i] = d.est.rate;
-      }
-      for (const SplitPiece& piece : split_by_rate(j.req.span, rate)) {
+    if (j.done) continue;
+    const std::vector<size_t>& ok = usable[i];
+    if (should_split(ok.size(), j.req.span, opts_.split_min) && !plan[i].empty()) {
+      for (const SplitPiece& piece : plan[i]) {
         const Replica& rp = j.req.replicas[ok[piece.replica]];
         parts.push_back(Chunk{h, rp.file, rp.offset + piece.begin, piece.length, j.req.dest + piece.begin, 0});
       }
       j.attempt = -1;
-      j.pending = int(parts.size());
+      j.pending = int(plan[i].size());
       im.split_reads++;
-    } else if (auto c = im.next_attempt(h)) {
+    } else if (auto c = im.next_attempt(h, plan[i].empty() ? -1 : int(ok[plan[i][0].replica]))) {
       parts.push_back(std::move(*c));
     }
   }
   for (auto& c : parts) im.enqueue(std::move(c));
-  return h;
+  return out;
 }
 
 Status ReadEngine::wait(const ReadHandle& h) {

@@ -84,6 +84,12 @@ class ReadEngine {
   void disable_drive(int drive);
 
   ReadHandle submit(ReadRequest req);
+  // Submits reads known together (a layer's experts) as io::plan_batch plans
+  // them: split reads water-filled over their replicas' drives given the bytes
+  // in flight and the parts before them; the other reads' replicas chosen
+  // together, so that the batch's busiest drive finishes no later than with
+  // one-by-one picks. A handle per request, in order.
+  std::vector<ReadHandle> submit_batch(std::vector<ReadRequest> reqs);
   // Blocks until the read is finished (ok, failed or cancelled); after it
   // returns the engine no longer touches req.dest. The checksum is computed
   // here, in the caller's thread (the drive threads only move bytes), and a

@@ -32,15 +32,41 @@ int pick_replica(std::span<const ReplicaLoad> loads, uint64_t span);
 bool should_split(size_t usable_replicas, uint64_t span, uint64_t split_min);
 
 struct SplitPiece {
-  size_t replica = 0;  // index into the rates given to split_by_rate
+  size_t replica = 0;  // index into the loads given to split_by_eta
   uint64_t begin = 0, length = 0;
 };
 
-// Splits [0, span) into consecutive pieces, one per replica in order, sized in
-// proportion to `rates` (bytes/s, below 1 counts as 1) and cut at multiples of
-// 4096; the last replica takes the remainder. Replicas whose share rounds to
-// nothing get no piece.
-std::vector<SplitPiece> split_by_rate(uint64_t span, std::span<const double> rates);
+// Splits [0, span) into consecutive pieces, one per replica in order, so that
+// every replica's drive would finish at the same time given its bytes in
+// flight and rate (water-filling: a drive already busier than that time gets
+// nothing), cut at multiples of 4096; the last replica with a piece takes the
+// remainder. Replicas whose share rounds to nothing get no piece. With nothing
+// in flight the pieces are in proportion to the rates.
+std::vector<SplitPiece> split_by_eta(uint64_t span, std::span<const ReplicaLoad> loads);
+
+// One read of a batch submitted together (a layer's experts).
+struct BatchRead {
+  std::vector<int> drives;  // the drive of each usable replica: indices into the batch's drive loads
+  uint64_t span = 0;
+};
+
+// Which replica (index into drives) each read of a batch takes, -1 for a read
+// with none. First greedily in order, each read on the replica whose drive
+// would finish first given the loads plus the reads already assigned (what
+// per-read pick_replica does); then, while the busiest drive can hand a read
+// down a chain of replicas (drive A gives a read to B, B one to C, ...) so
+// that the drives' finish times sorted from the latest get lexicographically
+// smaller, it does. So the batch's estimated finish (the busiest drive) is
+// never later than the greedy's.
+std::vector<int> assign_replicas(std::span<const BatchRead> reads, std::span<const ReplicaLoad> drives);
+
+// How a batch is read: per read, its pieces (replica = index into its drives;
+// one piece covering the span for a read that is not split; none for a read
+// without drives). Split reads (should_split) are cut first, in order, each by
+// split_by_eta seeing the loads plus the pieces before it; then the other
+// reads' replicas come from assign_replicas on top of all that.
+std::vector<std::vector<SplitPiece>> plan_batch(std::span<const BatchRead> reads, std::span<const ReplicaLoad> drives,
+                                                uint64_t split_min);
 
 // A drive's admission state.
 struct DriveSlots {

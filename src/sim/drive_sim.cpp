@@ -155,23 +155,20 @@ Status DriveSim::run_batch(std::span<const SimRead> reads) {
       if (dr < 0 || size_t(dr) >= drives_.size())
         return error("simulator: read {} names drive {} of {}", j, dr, drives_.size());
   }
+  // The engine's submit_batch plan: split reads water-filled first, then the
+  // whole reads' replicas chosen together.
+  std::vector<io::ReplicaLoad> loads;
+  for (const Drive& d : drives_) loads.push_back({d.inflight_bytes, d.est.rate});
+  std::vector<io::BatchRead> batch;
+  for (const SimRead& r : reads) batch.push_back({r.drives, r.span});
+  const auto plan = io::plan_batch(batch, loads, opts_.split_min);
   for (size_t j = 0; j < reads.size(); ++j) {
     const SimRead& r = reads[j];
     open_jobs_++;
-    if (io::should_split(r.drives.size(), r.span, opts_.split_min)) {
-      std::vector<double> rates;
-      for (int dr : r.drives) rates.push_back(drives_[dr].est.rate);
-      const auto pieces = io::split_by_rate(r.span, rates);
-      pending_[j] = int(pieces.size());
-      split_reads_++;
-      for (const auto& pc : pieces)
-        enqueue(r.drives[pc.replica], Piece{int(j), r.purpose, pc.length, double(pc.length), 0});
-    } else {
-      std::vector<io::ReplicaLoad> loads;
-      for (int dr : r.drives) loads.push_back({drives_[dr].inflight_bytes, drives_[dr].est.rate});
-      pending_[j] = 1;
-      enqueue(r.drives[io::pick_replica(loads, r.span)], Piece{int(j), r.purpose, r.span, double(r.span), 0});
-    }
+    pending_[j] = int(plan[j].size());
+    split_reads_ += io::should_split(r.drives.size(), r.span, opts_.split_min);
+    for (const auto& pc : plan[j])
+      enqueue(r.drives[pc.replica], Piece{int(j), r.purpose, pc.length, double(pc.length), 0});
   }
   while (open_jobs_ > 0) step();
   return {};

@@ -55,8 +55,9 @@ class DriveSim {
  public:
   static Result<DriveSim> create(const SimOptions& opts);
 
-  // Submits the reads at the current time, in order (each one's replica choice
-  // sees the reads submitted before it), and runs until all have completed;
+  // Submits the reads at the current time as the engine's submit_batch does
+  // (io::plan_batch: split reads water-filled first, in order; then the whole
+  // reads' replicas chosen together), and runs until all have completed;
   // the clock is then at the last completion.
   Status run_batch(std::span<const SimRead> reads);
   // Time passes with nothing submitted (e.g. compute between layers).

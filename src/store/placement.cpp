@@ -23,29 +23,42 @@ Result<PlacementPlan> plan_placement(int moe_layers, int experts, uint64_t span_
   PlacementPlan p;
   p.files.assign(D, std::vector<std::vector<int>>(moe_layers));
   p.copies.assign(size_t(moe_layers) * experts, {});
-  std::vector<double> credit(D, 0), placed(D, 0);
+  std::vector<double> credit(D, 0);
   for (int m = 0; m < moe_layers; ++m)
     for (int e = 0; e < experts; ++e) {
       for (int d = 0; d < D; ++d) credit[d] += rates[d];
       int best = int(std::max_element(credit.begin(), credit.end()) - credit.begin());
       credit[best] -= sum;
-      placed[best] += double(span_bytes);
       p.copies[size_t(m) * experts + e].push_back(best);
     }
+  // A layer waits for its busiest drive, so replicas balance each layer, not
+  // the store: a replica goes to the drive (other than the primary) whose
+  // bytes of this layer would take the least time; ties to the drive that
+  // shares the fewest of this layer's copies with the primary (so that load can
+  // move between every pair of drives), then to the lower drive.
+  std::vector<double> layer_bytes(size_t(moe_layers) * D, 0);
+  std::vector<int> pairs(size_t(moe_layers) * D * D, 0);  // [m][lo][hi]: copies of layer m on drives lo and hi
+  for (int m = 0; m < moe_layers; ++m)
+    for (int e = 0; e < experts; ++e) layer_bytes[size_t(m) * D + p.copies[size_t(m) * experts + e][0]] += double(span_bytes);
   uint64_t made = 0;
   for (const auto& [m, e] : hot) {
     if (made >= replicas) break;
     auto& c = p.copies[size_t(m) * experts + e];
     if (c.size() > 1) continue;
+    const int primary = c[0];
+    auto pair_count = [&](int d) -> int& {
+      return pairs[(size_t(m) * D + std::min(primary, d)) * D + std::max(primary, d)];
+    };
     int best = -1;
     double best_eta = 0;
     for (int d = 0; d < D; ++d) {
-      if (d == c[0]) continue;
-      double eta = (placed[d] + double(span_bytes)) / rates[d];
-      if (best < 0 || eta < best_eta) best = d, best_eta = eta;
+      if (d == primary) continue;
+      const double eta = (layer_bytes[size_t(m) * D + d] + double(span_bytes)) / rates[d];
+      if (best < 0 || eta < best_eta || (eta == best_eta && pair_count(d) < pair_count(best))) best = d, best_eta = eta;
     }
     c.push_back(best);
-    placed[best] += double(span_bytes);
+    layer_bytes[size_t(m) * D + best] += double(span_bytes);
+    pair_count(best)++;
     made++;
   }
   for (int m = 0; m < moe_layers; ++m)

@@ -1,7 +1,9 @@
 // Where each expert goes: primaries spread over drives in proportion to their
 // read rates (smooth weighted round robin, so every layer is split the same
-// way), then replicas of the hottest experts on the drive other than the
-// primary that would finish soonest given the bytes already placed there.
+// way), then replicas of the hottest experts, each on the drive other than the
+// primary that would finish soonest given the bytes of the same MoE layer
+// already placed there (a layer waits for its busiest drive, so the balance
+// must hold per layer; ties spread copies over all pairs of drives).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -112,6 +112,8 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   out_ = out;
   ready_ = 0;
   begun_ = std::chrono::steady_clock::now();
+  // One batch, so the engine balances the layer's reads over the drives.
+  std::vector<io::ReadRequest> reqs;
   for (int e : experts) {
     auto req = request(layer, e);
     if (!req.ok()) return req.status();
@@ -120,9 +122,10 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
     held_.push_back(slot);
     req->dest = slot;
     req->purpose = io::Purpose::Demand;
-    handles_.push_back(engine_->submit(std::move(*req)));
-    waited_.push_back(0);
+    reqs.push_back(std::move(*req));
   }
+  handles_ = engine_->submit_batch(std::move(reqs));
+  waited_.assign(handles_.size(), 0);
   return {};
 }
 

@@ -94,6 +94,41 @@ TEST(StorePlacement, ProportionalToRatesWithReplicasOnOtherDrives) {
   EXPECT_FALSE(plan_placement(1, 4, 4096, {1000}, default_hot_order(1, 4), 1).ok());  // replicas need 2 drives
 }
 
+TEST(StorePlacement, ReplicasBalanceEveryLayer) {
+  // 4 identical drives, every expert replicated: within each MoE layer every
+  // drive holds 2 x 96 / 4 = 48 copies (within 1), and the replicas spread
+  // over all 6 pairs of drives (so load can move between any two).
+  const int M = 5, E = 96, D = 4;
+  auto p = plan_placement(M, E, 4096, std::vector<double>(D, 7000), default_hot_order(M, E), uint64_t(M) * E);
+  ASSERT_TRUE(p.ok()) << p.message();
+  for (int m = 0; m < M; ++m) {
+    std::vector<int> per_drive(D, 0);
+    std::vector<std::vector<int>> pair(D, std::vector<int>(D, 0));
+    for (int e = 0; e < E; ++e) {
+      const auto& c = p->copies[size_t(m) * E + e];
+      ASSERT_EQ(c.size(), 2u);
+      ASSERT_NE(c[0], c[1]);
+      for (int d : c) per_drive[size_t(d)]++;
+      pair[size_t(std::min(c[0], c[1]))][size_t(std::max(c[0], c[1]))]++;
+    }
+    for (int d = 0; d < D; ++d) EXPECT_NEAR(per_drive[size_t(d)], 2.0 * E / D, 1.0) << "layer " << m << " drive " << d;
+    for (int a = 0; a < D; ++a)
+      for (int b = a + 1; b < D; ++b) EXPECT_NEAR(pair[a][b], E / 6.0, 2.0) << "layer " << m << " pair " << a << b;
+  }
+  // Drives of rates 3:1:... : a layer's copies follow the rates within a copy
+  // (replicas of half the experts, so the layer's bytes are 1.5 x 96 copies).
+  auto q = plan_placement(2, E, 4096, {3000, 1000, 2000}, default_hot_order(2, E), uint64_t(E));
+  ASSERT_TRUE(q.ok());
+  for (int m = 0; m < 2; ++m) {
+    std::vector<int> per_drive(3, 0);
+    for (int e = 0; e < E; ++e)
+      for (int d : q->copies[size_t(m) * E + e]) per_drive[size_t(d)]++;
+    EXPECT_NEAR(per_drive[0], 1.5 * E / 2, 1.0) << "layer " << m;
+    EXPECT_NEAR(per_drive[1], 1.5 * E / 6, 1.0) << "layer " << m;
+    EXPECT_NEAR(per_drive[2], 1.5 * E / 3, 1.0) << "layer " << m;
+  }
+}
+
 TEST(StoreRouteTrace, BothFormatsAndErrors) {
   const std::string path = (std::filesystem::temp_directory_path() / fmt::format("route-{}.txt", ::getpid())).string();
   {
