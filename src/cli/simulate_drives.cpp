@@ -257,7 +257,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--span-bytes", a.span_bytes, "Bytes read per expert (without --store)");
   cmd->add_option(
       "--drive", a.drives,
-      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 32), probe:DIR to measure one, or "
+      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 4), probe:DIR to measure one, or "
       "probe-store:STORE to measure every drive of a store on its own packs (repeatable)");
   cmd->add_option("--link", a.link_mb_s, "Shared link cap over all drives, MB/s (e.g. a PCIe switch); 0: none");
   cmd->add_option("--probe-seconds", a.probe_seconds, "probe-store: seconds of span-sized reads per drive")->check(CLI::Range(0.05, 600.0));

@@ -24,7 +24,7 @@ namespace deltafin::sim {
 struct DriveModel {
   double mb_s = 0;          // bandwidth, MB/s (10^6 bytes/s)
   double latency_us = 100;  // per request, before its bytes move
-  int queue_depth = 32;     // requests in service at once (the engine's reads in flight per drive)
+  int queue_depth = 4;      // requests in service at once (the engine's reads in flight per drive; run's default)
 };
 
 // "BW_MBps[:LATENCY_US[:QUEUE_DEPTH]]", e.g. "3000", "3000:80", "3000:80:32";
