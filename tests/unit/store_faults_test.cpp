@@ -24,17 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::run_command;
+using testing::slurp;
 using testing::tiny_model;
 
 const std::string kBin = DELTAFIN_BINARY;
 const std::string kPrompt = "--prompt-ids 5,17,300,2,99,41,7,260,12 --max-new 6 --print-ids --threads 2";
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class StoreFaults : public ::testing::Test {
  protected:
@@ -91,6 +85,29 @@ class StoreFaults : public ::testing::Test {
   }
 };
 
+// The tiny(11) checkpoint's own experts next to a store made from it.
+struct Reference {
+  std::unique_ptr<Checkpoint> ck;
+  ModelConfig cfg;
+  std::unique_ptr<CheckpointExpertSource> experts;
+  Manifest man;
+};
+
+void open_reference(const std::string& store, Reference& r) {
+  auto ck = Checkpoint::open(tiny_model(11));
+  ASSERT_TRUE(ck.ok()) << ck.message();
+  r.ck = std::move(ck.value());
+  auto cfg = ModelConfig::from_json(r.ck->config());
+  ASSERT_TRUE(cfg.ok()) << cfg.message();
+  r.cfg = *cfg;
+  auto experts = CheckpointExpertSource::create(*r.ck, r.cfg);
+  ASSERT_TRUE(experts.ok()) << experts.message();
+  r.experts = std::move(experts.value());
+  auto man = Manifest::load(store);
+  ASSERT_TRUE(man.ok()) << man.message();
+  r.man = std::move(man.value());
+}
+
 TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
   const std::string store = prepare(3, "--replicate-hot 40");
   for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off"}) {
@@ -102,14 +119,11 @@ TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
 
 TEST_F(StoreFaults, StoreSourceBytesMatchCheckpoint) {
   const std::string store = prepare(2, "--replicate-hot all");
-  auto ck = Checkpoint::open(tiny_model(11));
-  ASSERT_TRUE(ck.ok());
-  auto cfg = ModelConfig::from_json((*ck)->config());
-  ASSERT_TRUE(cfg.ok());
-  auto ref = CheckpointExpertSource::create(**ck, *cfg);
-  ASSERT_TRUE(ref.ok());
-  auto man = Manifest::load(store);
-  ASSERT_TRUE(man.ok()) << man.message();
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  const ModelConfig* cfg = &rf.cfg;
+  const Manifest* man = &rf.man;
+  CheckpointExpertSource* ref = rf.experts.get();
   for (io::Backend b : {io::Backend::Auto, io::Backend::Pread}) {
     StoreReadOptions ro;
     ro.engine.backend = b;
@@ -122,7 +136,7 @@ TEST_F(StoreFaults, StoreSourceBytesMatchCheckpoint) {
     std::vector<ExpertWeights> a(E), r(E);
     for (int layer : man->moe_layers) {
       ASSERT_TRUE((*src)->acquire(layer, ids, a).ok());
-      ASSERT_TRUE((*ref)->acquire(layer, ids, r).ok());
+      ASSERT_TRUE(ref->acquire(layer, ids, r).ok());
       for (int e = 0; e < E; ++e) {
         EXPECT_EQ(std::memcmp(a[e].w1.packed, r[e].w1.packed, size_t(I) * Lt / 2), 0);
         EXPECT_EQ(std::memcmp(a[e].w1.scales, r[e].w1.scales, size_t(I) * Lt / 32), 0);
@@ -142,14 +156,11 @@ TEST_F(StoreFaults, StoreSourceBytesMatchCheckpoint) {
 // buffer behind. Runs under TSan in CI.
 TEST_F(StoreFaults, StreamingWaitsFromSeveralThreads) {
   const std::string store = prepare(2, "--replicate-hot 20");
-  auto ck = Checkpoint::open(tiny_model(11));
-  ASSERT_TRUE(ck.ok());
-  auto cfg = ModelConfig::from_json((*ck)->config());
-  ASSERT_TRUE(cfg.ok());
-  auto ref = CheckpointExpertSource::create(**ck, *cfg);
-  ASSERT_TRUE(ref.ok());
-  auto man = Manifest::load(store);
-  ASSERT_TRUE(man.ok()) << man.message();
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  const ModelConfig* cfg = &rf.cfg;
+  const Manifest* man = &rf.man;
+  CheckpointExpertSource* ref = rf.experts.get();
   auto src = StoreExpertSource::open(*man, *cfg, StoreReadOptions{}, nullptr);
   ASSERT_TRUE(src.ok()) << src.message();
   const int E = cfg->moe.num_experts;
@@ -163,7 +174,7 @@ TEST_F(StoreFaults, StreamingWaitsFromSeveralThreads) {
       // An abandoned begin(): none of its reads is waited for.
       ASSERT_TRUE((*src)->begin(layer, ids, a).ok());
       ASSERT_TRUE((*src)->begin(layer, ids, a).ok());
-      ASSERT_TRUE((*ref)->acquire(layer, ids, r).ok());
+      ASSERT_TRUE(ref->acquire(layer, ids, r).ok());
       std::atomic<int> bad{0};
       pool.parallel_for(ids.size(), 1, [&](size_t u0, size_t u1) {
         for (size_t u = u0; u < u1; ++u) {

@@ -29,16 +29,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::run_command;
+using testing::slurp;
 using testing::tiny_model;
 
 const std::string kBin = DELTAFIN_BINARY;
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class StoreInt8 : public ::testing::Test {
  protected:

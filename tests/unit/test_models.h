@@ -10,4 +10,7 @@ const std::string& tiny_model(int seed);
 // Runs a shell command; returns its exit status (or -1).
 int run_command(const std::string& cmd);
 
+// A whole file's bytes ("" when it cannot be read).
+std::string slurp(const std::string& path);
+
 }  // namespace deltafin::testing
