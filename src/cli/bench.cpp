@@ -65,7 +65,7 @@ Result<ProbeTargets> probe_targets(const BenchOptions& o) {
     for (size_t d = 0; d < man.drives.size(); ++d) {
       t.roots.push_back(man.drives[d].root);
       t.files.emplace_back();
-      for (const auto& p : man.drives[d].packs) t.files.back().push_back((fs::path(man.pack_dir(int(d))) / p.name).string());
+      for (size_t p = 0; p < man.drives[d].packs.size(); ++p) t.files.back().push_back(man.pack_path(int(d), p));
     }
     return t;
   }

@@ -28,6 +28,10 @@ std::string Manifest::pack_dir(int drive) const {
   return (std::filesystem::path(drives[drive].root) / ("deltafin-" + store_id)).string();
 }
 
+std::string Manifest::pack_path(int drive, size_t pack) const {
+  return (std::filesystem::path(pack_dir(drive)) / drives[size_t(drive)].packs[pack].name).string();
+}
+
 int Manifest::moe_index(int layer) const {
   auto it = std::lower_bound(moe_layers.begin(), moe_layers.end(), layer);
   return it != moe_layers.end() && *it == layer ? int(it - moe_layers.begin()) : -1;

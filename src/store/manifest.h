@@ -65,6 +65,7 @@ struct Manifest {
   std::vector<ExpertEntry> experts;  // [moe_index * num_experts + e]
 
   std::string pack_dir(int drive) const;  // <root>/deltafin-<store_id>
+  std::string pack_path(int drive, size_t pack) const;  // pack_dir(drive)/<pack name>
   int moe_index(int layer) const;         // -1 if not an MoE layer
   const ExpertEntry* expert(int layer, int e) const;
 

@@ -45,11 +45,16 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   return sm;
 }
 
+Result<io::ProbeResult> probe_store_drive(const StoreExpertSource& src, const StoreRunOptions& o, int drive,
+                                          uint64_t seed) {
+  return io::probe_files(src.drive_files(drive), src.manifest().span_bytes, src.engine().options().queue_depth,
+                         64ull << 30, o.probe_seconds, seed);
+}
+
 std::vector<double> probe_store_drives(const StoreExpertSource& src, const StoreRunOptions& o) {
   std::vector<double> out;
-  const int qd = src.engine().options().queue_depth;
   for (int d = 0; d < src.engine().drive_count(); ++d) {
-    auto pr = io::probe_files(src.drive_files(d), src.manifest().span_bytes, qd, 64ull << 30, o.probe_seconds, 7 + d);
+    auto pr = probe_store_drive(src, o, d, 7 + uint64_t(d));
     out.push_back(pr.ok() ? pr->mb_s : 0.0);
   }
   return out;
@@ -71,7 +76,7 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
     const double achieved = ds.busy_seconds > 0 ? bytes / ds.busy_seconds / 1e6 : 0;
     std::string probe = "probe skipped";
     if (o.probe && bytes > 0) {
-      auto pr = io::probe_files(src.drive_files(int(d)), src.manifest().span_bytes, qd, 64ull << 30, o.probe_seconds, 17 + d);
+      auto pr = probe_store_drive(src, o, int(d), 17 + d);
       if (!pr.ok()) {
         probe = "probe failed: " + pr.message();
       } else {

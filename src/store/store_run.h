@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "io/probe.h"
 #include "model/model.h"
 #include "store/store_source.h"
 
@@ -43,8 +44,11 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads);
 // time) next to a raw O_DIRECT probe at the engine's queue depth, share of
 // wall time spent waiting for experts, checksum time, I/O mode, retries, and
 // the spine's precision label.
-// Each drive's raw rate (MB/s; 0 where the probe failed): random span-sized
-// O_DIRECT reads of the store's packs at the engine's queue depth.
+// Each drive's raw rate: random span-sized O_DIRECT reads of the store's
+// packs at the engine's queue depth, `probe_seconds` each.
+Result<io::ProbeResult> probe_store_drive(const StoreExpertSource& src, const StoreRunOptions& o, int drive,
+                                          uint64_t seed);
+// The same as MB/s (0 where the probe failed).
 std::vector<double> probe_store_drives(const StoreExpertSource& src, const StoreRunOptions& o);
 
 // `probe_before`: the rates probe_store_drives gave before the run (may be

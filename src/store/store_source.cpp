@@ -74,7 +74,7 @@ StoreExpertSource::~StoreExpertSource() {
 std::vector<std::string> StoreExpertSource::drive_files(int drive) const {
   std::vector<std::string> out;
   for (size_t f = 0; f < man_.drives[drive].packs.size(); ++f)
-    if (file_ids_[drive][f] >= 0) out.push_back((fs::path(man_.pack_dir(drive)) / man_.drives[drive].packs[f].name).string());
+    if (file_ids_[drive][f] >= 0) out.push_back(man_.pack_path(drive, f));
   return out;
 }
 
