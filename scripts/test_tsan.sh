@@ -10,4 +10,4 @@ jobs=$(nproc)
 cmake -S . -B "$dir" -DDELTAFIN_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELTAFIN_SANITIZE=thread >/dev/null
 cmake --build "$dir" -j"$jobs" --target deltafin_tests
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R '^(IoEngine|IoArena|StoreFaults\.(StoreSourceBytesMatchCheckpoint|StreamingWaitsFromSeveralThreads))'
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R '^(IoEngine|IoArena|StoreFaults\.(StoreSourceBytesMatchCheckpoint|StreamingWaitsFromSeveralThreads|PrefetchedReadsAreClaimedOrDropped))'

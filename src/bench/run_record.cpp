@@ -49,6 +49,8 @@ std::string RunRecord::to_json() const {
             {"prefill_distinct_experts", prefill_distinct_experts},
             {"cold_bytes_per_token", cold_bytes_per_token},
             {"engine_mb_s", engine_mb_s},
+            {"prefetch_issued", prefetch_issued},
+            {"prefetch_hits", prefetch_hits},
             {"disk_probe_mb_s", disk_probe_mb_s}};
   return j.dump();
 }
@@ -79,6 +81,8 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.cold_bytes_per_token = j.at("cold_bytes_per_token").get<uint64_t>();
     r.disk_probe_mb_s = j.value("disk_probe_mb_s", 0.0);
     r.engine_mb_s = j.value("engine_mb_s", 0.0);
+    r.prefetch_issued = j.value("prefetch_issued", uint64_t(0));
+    r.prefetch_hits = j.value("prefetch_hits", uint64_t(0));
   } catch (const std::exception& e) {
     return error("{}: not a run record: {}", what, e.what());
   }

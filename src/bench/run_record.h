@@ -39,6 +39,8 @@ struct RunRecord {
   // Store runs: each drive's bytes over its busy time (at least one read in
   // flight), summed over drives, MB/s: the read engine's achieved rate.
   double engine_mb_s = 0;
+  // Speculative next-layer reads (run --prefetch): issued, and used by the layer they guessed.
+  uint64_t prefetch_issued = 0, prefetch_hits = 0;
   // Filled in by `bench`, not by `run`: the drives' raw rate (MB/s, all
   // drives together) probed right after this run; 0 when not probed.
   double disk_probe_mb_s = 0;

@@ -77,6 +77,8 @@ void describe_source(const StoreModel& sm, bench::RunRecord& rec) {
     return;
   }
   rec.cold = true;
+  rec.prefetch_issued = sm.source->stats().prefetch_issued;
+  rec.prefetch_hits = sm.source->stats().prefetch_hits;
   for (const auto& d : sm.source->engine().stats().drives) {
     if (d.busy_seconds > 0) rec.engine_mb_s += double(d.bytes[0] + d.bytes[1]) / d.busy_seconds / 1e6;
     if (rec.io_mode.find(d.mode) == std::string::npos) rec.io_mode += (rec.io_mode.empty() ? "" : ",") + d.mode;

@@ -49,6 +49,10 @@ struct Chunk {
   uint64_t offset = 0, len = 0;
   uint8_t* dest = nullptr;
   uint64_t done = 0;  // bytes already read (short reads resume)
+  // Which queue and budget the chunk belongs to: set from the read's purpose
+  // when the chunk is made, changed only while queued (promote), so the
+  // in-flight counts stay balanced.
+  Purpose purpose = Purpose::Demand;
 };
 
 struct FileEntry {
@@ -109,7 +113,7 @@ struct ReadEngine::Impl {
 
   void account(Drive& d, const Chunk& c, bool ok) {
     std::lock_guard<std::mutex> lock(d.mu);
-    const int p = int(c.job->req.purpose);
+    const int p = int(c.purpose);
     d.inflight[p]--;
     d.inflight_bytes -= c.len;
     const auto now = Clock::now();
@@ -129,7 +133,7 @@ struct ReadEngine::Impl {
 
   void enqueue(Chunk c) {
     Drive& d = drives[files[c.file].drive];
-    const int p = int(c.job->req.purpose);
+    const int p = int(c.purpose);
     bool was_empty;
     {
       std::lock_guard<std::mutex> lock(d.mu);
@@ -204,7 +208,7 @@ struct ReadEngine::Impl {
     j.pending = 1;
     j.part_failed = false;
     const Replica& rp = j.req.replicas[best];
-    return Chunk{h, rp.file, rp.offset, j.req.span, j.req.dest, 0};
+    return Chunk{h, rp.file, rp.offset, j.req.span, j.req.dest, 0, j.req.purpose};
   }
 
   // One part of a read finished (err: 0 or an errno / -1 for a short read).
@@ -534,7 +538,7 @@ std::vector<ReadHandle> ReadEngine::submit_batch(std::vector<ReadRequest> reqs) 
     if (should_split(ok.size(), j.req.span, opts_.split_min) && !plan[i].empty()) {
       for (const SplitPiece& piece : plan[i]) {
         const Replica& rp = j.req.replicas[ok[piece.replica]];
-        parts.push_back(Chunk{h, rp.file, rp.offset + piece.begin, piece.length, j.req.dest + piece.begin, 0});
+        parts.push_back(Chunk{h, rp.file, rp.offset + piece.begin, piece.length, j.req.dest + piece.begin, 0, j.req.purpose});
       }
       j.attempt = -1;
       j.pending = int(plan[i].size());
@@ -574,6 +578,37 @@ void ReadEngine::cancel(const ReadHandle& h) {
   std::lock_guard<std::mutex> lock(h->mu);
   h->pending -= removed;
   if (h->pending == 0 && !h->done) impl_->finish(*h, error("{}: cancelled", h->req.label));
+}
+
+void ReadEngine::promote(const ReadHandle& h) {
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    if (h->done || h->req.purpose == Purpose::Demand) return;
+    h->req.purpose = Purpose::Demand;  // a retry after a failure is demand too
+  }
+  for (auto& d : impl_->drives) {
+    bool moved = false;
+    {
+      std::lock_guard<std::mutex> lock(d.mu);
+      auto& pq = d.q[int(Purpose::Prefetch)];
+      for (auto it = pq.begin(); it != pq.end();) {
+        if (it->job == h) {
+          it->purpose = Purpose::Demand;
+          d.q[int(Purpose::Demand)].push_back(std::move(*it));
+          it = pq.erase(it);
+          moved = true;
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (moved) impl_->ring_doorbell(d);
+  }
+}
+
+bool ReadEngine::finished(const ReadHandle& h) const {
+  std::lock_guard<std::mutex> lock(h->mu);
+  return h->done;
 }
 
 EngineStats ReadEngine::stats() const {

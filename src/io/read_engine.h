@@ -98,6 +98,14 @@ class ReadEngine {
   // Drops the read's queued parts; parts already inside the kernel finish
   // into dest, and wait() returns "cancelled" once none remain.
   void cancel(const ReadHandle& h);
+  // A prefetch became needed: its parts still queued move to the demand
+  // queue (ahead of every prefetch, under the demand budget); parts already
+  // in flight finish as they are. A retry after a failure is demand.
+  void promote(const ReadHandle& h);
+  // The read is over (ok, failed or cancelled): the engine no longer touches
+  // its buffer. (A read whose bytes are in but not yet verified is not over:
+  // its checksum is checked by wait().)
+  bool finished(const ReadHandle& h) const;
 
   EngineStats stats() const;
   const EngineOptions& options() const { return opts_; }

@@ -3,6 +3,9 @@
 // wait(i) blocks until expert i is usable, so the engine computes each expert
 // as it arrives while the rest are still being read. The bytes stay valid
 // until the next begin() of any layer (so a source may reuse its buffers).
+// prefetch() is a hint: experts a later begin() will probably ask for (the
+// engine guesses them with the next layer's router). It never changes what
+// begin()/wait() return, only when the bytes arrive.
 // Implementations: the mapped checkpoint (here) and the streaming store
 // (src/store, src/io).
 #pragma once
@@ -33,6 +36,9 @@ struct ExpertSourceStats {
   // Summed over begin() calls: from the first request of a layer's union to
   // its last expert being ready (0 for sources that do not read).
   double read_seconds = 0;
+  // Speculative reads: issued by prefetch(), then claimed by a begin() that
+  // asked for the same expert (hits) or dropped (their bytes were wasted).
+  uint64_t prefetch_issued = 0, prefetch_hits = 0;
 };
 
 class ExpertSource {
@@ -45,6 +51,9 @@ class ExpertSource {
   // several threads at once for distinct i.
   virtual Status wait(size_t i) = 0;
   virtual ExpertSourceStats stats() const = 0;
+  // Starts reading experts of a layer not yet begun, most likely first, as
+  // far as the source's prefetch budget allows. Default: nothing to do.
+  virtual void prefetch(int /*layer*/, std::span<const int> /*experts*/) {}
   // begin() and then every wait().
   Status acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out);
 };

@@ -82,7 +82,7 @@ void route(const float* logits, const float* bias, int E, int k, int* experts, f
 
 Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
                float* out, Scratch& s, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
-               int64_t start_pos) {
+               int64_t start_pos, const NextLayerGuess& next) {
   const auto& m = cfg.moe;
   const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent;
   float* logits = Scratch::take(s.a, T * E);
@@ -112,6 +112,27 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   auto t0 = Clock::now();
   DF_TRY(src.begin(layer, uni, ew));
   double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  // While this layer's reads are in flight: guess the next MoE layer's
+  // experts with its router on this layer's input (the residual stream
+  // changes little in one layer) and start reading them behind this layer's
+  // demand. Only the timing of reads depends on the guess, never a value.
+  if (next.w && next.per_row > 0 && T <= kPrefetchMaxRows) {
+    const int P = std::min(next.per_row, int(E));
+    float* nlog = Scratch::take(s.e, T * E);
+    ops::matmul(next.w->router, next.x ? next.x : x, T, nlog, pool);
+    thread_local std::vector<int> guess, picks;
+    thread_local std::vector<float> unused;
+    guess.clear();
+    picks.resize(size_t(P));
+    unused.resize(size_t(P));
+    for (size_t t = 0; t < T; ++t) {
+      route(nlog + t * E, next.w->correction_bias.data(), int(E), P, picks.data(), unused.data());
+      for (int e : picks)
+        if (std::find(guess.begin(), guess.end(), e) == guess.end()) guess.push_back(e);
+    }
+    src.prefetch(next.layer, guess);
+  }
 
   // The fused shared experts need no routed expert: compute them while the reads are in flight.
   float* sh = Scratch::take(s.g, T * H);

@@ -41,10 +41,21 @@ struct MoeStats {
   double seconds_acquire = 0;  // compute idle waiting for experts (begin + waits; per pool thread when parallel)
 };
 
+// The next MoE layer, for guessing its experts (Model::set_prefetch);
+// w == nullptr: no guess.
+struct NextLayerGuess {
+  const LayerWeights* w = nullptr;
+  int layer = -1;
+  int per_row = 0;
+  const float* x = nullptr;  // [T][hidden]: the guessed router input (nullptr: this layer's MoE input)
+};
+// Blocks with more rows route to most experts anyway: no guess there.
+inline constexpr size_t kPrefetchMaxRows = 8;
+
 // `observer` (may be empty) sees the block's routes; start_pos is the first row's position.
 Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
                float* out, Scratch& s, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
-               int64_t start_pos);
+               int64_t start_pos, const NextLayerGuess& next = {});
 
 // Route selection for one row (exposed for tests): the top-k experts by
 // sigmoid(logit) + bias, descending, ties to the lower id; weights are the

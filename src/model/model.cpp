@@ -21,7 +21,7 @@ std::vector<float> fold(const std::vector<float>& norm_w, const std::vector<floa
 }  // namespace
 
 struct Model::Buffers {
-  std::vector<float> p, x, o, f, mix, key;
+  std::vector<float> p, x, o, f, mix, key, guess;
   std::vector<float> anchor_values, anchor_keys;  // [T][max_anchors][H]
   std::vector<const float*> vals, keys;           // one row's anchors
   layers::Scratch scratch;
@@ -53,6 +53,9 @@ Result<std::unique_ptr<Model>> Model::open_with(std::unique_ptr<Checkpoint> ck, 
     m->c_mlp_.push_back(fold(L.mlp_res_norm, L.mlp_res_proj));
   }
   m->c_out_ = fold(m->w_.out_res_norm, m->w_.out_res_proj);
+  m->next_moe_.assign(size_t(c.num_layers), -1);
+  for (int l = c.num_layers - 2; l >= 0; --l)
+    m->next_moe_[l] = c.ffn[l + 1] == FfnKind::MoE ? l + 1 : m->next_moe_[l + 1];
   m->buf_ = std::make_unique<Buffers>();
   return m;
 }
@@ -128,6 +131,9 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
     }
 
     // p_mid = base + o; FFN input mixes the anchors with p_mid.
+    const int nl = next_moe_[l];
+    const bool guess = L.ffn == FfnKind::MoE && nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
+    float* gx = guess ? Scratch::take(b.guess, T * H) : nullptr;
     for (size_t t = 0; t < T; ++t) {
       float* pt = p + t * H;
       const float* ot = o + t * H;
@@ -135,6 +141,12 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
       row_anchors(t);
       depth_mix(vals, keys, pt, c_mlp_[l].data(), H, cfg_.rms_eps, key, mix);
       ops::rms_norm(mix, L.post_attention_norm.data(), H, cfg_.rms_eps, x + t * H);
+      if (guess) {
+        // The next MoE layer's router input, as far as it is known now: its
+        // depth mix and norm over the state without the layers in between.
+        depth_mix(vals, keys, pt, c_mlp_[nl].data(), H, cfg_.rms_eps, key, mix);
+        ops::rms_norm(mix, w_.layers[nl].post_attention_norm.data(), H, cfg_.rms_eps, gx + t * H);
+      }
     }
 
     t0 = Clock::now();
@@ -143,7 +155,9 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
       st.seconds_dense += since(t0);
     } else {
       layers::MoeStats ms;
-      DF_TRY(layers::moe_ffn(cfg_, L, l, *experts_, x, T, f, b.scratch, pool, &ms, route_observer_, session.length));
+      const layers::NextLayerGuess next{guess ? &w_.layers[nl] : nullptr, nl, prefetch_per_row_, gx};
+      DF_TRY(layers::moe_ffn(cfg_, L, l, *experts_, x, T, f, b.scratch, pool, &ms, route_observer_, session.length,
+                             next));
       st.seconds_moe += since(t0);
       st.seconds_expert_wait += ms.seconds_acquire;
       st.expert_bytes += ms.bytes;

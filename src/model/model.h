@@ -56,6 +56,13 @@ class Model {
 
   ExpertSource& experts() { return *experts_; }
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
+  // Speculative expert prefetch: in each MoE layer, for blocks of at most
+  // layers::kPrefetchMaxRows rows, the next MoE layer's router is applied to
+  // this layer's MoE input and its top `per_row` experts per row are handed
+  // to ExpertSource::prefetch while this layer computes. A guess only moves
+  // reads earlier: every expert used is still the one the real router picks,
+  // so tokens and logits are unchanged. 0 turns it off.
+  void set_prefetch(int per_row) { prefetch_per_row_ = per_row; }
 
  private:
   Model() = default;
@@ -65,6 +72,8 @@ class Model {
   std::unique_ptr<ExpertSource> experts_;
   std::unique_ptr<ThreadPool> pool_;
   RouteObserver route_observer_;
+  int prefetch_per_row_ = 0;
+  std::vector<int> next_moe_;  // per layer: the next MoE layer after it, or -1
   // AttnRes pseudo-query folded with its key-norm weight, per layer (c = w ⊙ q).
   std::vector<std::vector<float>> c_attn_, c_mlp_;
   std::vector<float> c_out_;

@@ -13,6 +13,13 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
   cmd->add_option("--io", o.io, "Store reads: auto | uring | pread")->check(CLI::IsMember({"auto", "uring", "pread"}));
   cmd->add_option("--direct", o.direct, "O_DIRECT store reads (on | off)")->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--queue-depth", o.queue_depth, "Store reads in flight per drive")->check(CLI::Range(1, 1024));
+  cmd->add_option("--prefetch", o.prefetch,
+                  "Experts per row to guess for the next MoE layer (its router on this layer's input) and read "
+                  "ahead; exact: only read timing changes (0: off)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--prefetch-depth", o.prefetch_depth,
+                  "Of the reads in flight per drive, at most this many are prefetches (-1: queue depth / 2)")
+      ->check(CLI::Range(-1, 1024));
   cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
   return store;
 }
@@ -27,12 +34,13 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   ro.engine.backend = o.io == "uring" ? io::Backend::Uring : o.io == "pread" ? io::Backend::Pread : io::Backend::Auto;
   ro.engine.queue_depth = o.queue_depth;
   ro.engine.pread_threads = std::min(o.queue_depth, 16);
-  ro.engine.prefetch_depth = std::max(1, o.queue_depth / 4);
+  ro.engine.prefetch_depth = o.prefetch_depth >= 0 ? o.prefetch_depth : std::max(1, o.queue_depth / 2);
   StoreModel sm;
   DF_ASSIGN(auto src, StoreExpertSource::open(man, cfg, ro, &sm.warnings));
   sm.source = src.get();
   std::unique_ptr<ExpertSource> experts = std::move(src);
   DF_ASSIGN(sm.model, Model::open_with(std::move(spine), std::move(experts), threads));
+  sm.model->set_prefetch(o.prefetch);
   // The manifest's label and the tensors must agree: a lossy spine is never
   // run under the weight-exact name (or the other way round).
   const size_t i8 = sm.model->int8_matrices();
@@ -70,6 +78,15 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
                             s.reads_ok, s.retries, s.reads_failed, s.split_reads, o.verify));
   out.push_back(fmt::format("store: compute waited for experts {:.3f} s of {:.3f} s wall ({:.1f}%); checksum {:.3f} s for {:.1f} MB",
                             wait, wall, wall > 0 ? 100 * wait / wall : 0.0, s.checksum_seconds, s.checksum_bytes / 1e6));
+  if (o.prefetch > 0) {
+    const ExpertSourceStats es = src.stats();
+    out.push_back(fmt::format("store: prefetch {} guesses per row for the next MoE layer: {} reads issued, {} used "
+                              "({:.1f}%), {} dropped ({:.1f} MB read or queued for nothing)",
+                              o.prefetch, es.prefetch_issued, es.prefetch_hits,
+                              es.prefetch_issued ? 100.0 * es.prefetch_hits / es.prefetch_issued : 0.0,
+                              es.prefetch_issued - es.prefetch_hits,
+                              (es.prefetch_issued - es.prefetch_hits) * src.manifest().span_bytes / 1e6));
+  }
   for (size_t d = 0; d < s.drives.size(); ++d) {
     const auto& ds = s.drives[d];
     const uint64_t bytes = ds.bytes[0] + ds.bytes[1];

@@ -23,11 +23,19 @@ struct StoreRunOptions {
   // concurrent reads all finish together and the compute comes after;
   // docs/STORE.md has the measurement).
   int queue_depth = 4;
+  // Experts per row guessed for the next MoE layer and read ahead
+  // (Model::set_prefetch); 0: off. 4 guesses at 2 of 4 reads in flight were
+  // the fastest of the settings measured on the k3-shaped model (docs/STORE.md).
+  int prefetch = 4;
+  // Of the reads in flight per drive, at most this many are prefetches
+  // (-1: half the queue depth, at least one).
+  int prefetch_depth = -1;
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
 };
 
-// Adds --store, --verify, --io, --direct, --queue-depth, --no-probe; returns the --store option.
+// Adds --store, --verify, --io, --direct, --queue-depth, --prefetch, --prefetch-depth, --no-probe;
+// returns the --store option.
 CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o);
 
 struct StoreModel {

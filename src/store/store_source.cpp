@@ -63,12 +63,56 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
       }
     }
   const size_t slots = size_t(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(m.num_experts), opts.arena_bytes / m.span_bytes)));
-  s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots);
+  // Prefetch may use at most half the slots: the rest stay for demand.
+  s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots, slots / 2);
   return s;
 }
 
 StoreExpertSource::~StoreExpertSource() {
-  if (engine_) settle();
+  if (!engine_) return;
+  settle();
+  for (auto& sp : spec_) engine_->cancel(sp.handle);
+  dropped_.insert(dropped_.end(), spec_.begin(), spec_.end());
+  spec_.clear();
+  reap_dropped(true);
+}
+
+void StoreExpertSource::reap_dropped(bool block) {
+  size_t kept = 0;
+  for (auto& sp : dropped_) {
+    if (block || engine_->finished(sp.handle)) {
+      (void)engine_->wait(sp.handle);  // cancelled: returns once the engine let go of the slot
+      arena_->release(sp.slot);
+    } else {
+      dropped_[kept++] = std::move(sp);
+    }
+  }
+  dropped_.resize(kept);
+}
+
+void StoreExpertSource::prefetch(int layer, std::span<const int> experts) {
+  std::vector<io::ReadRequest> reqs;
+  std::vector<Speculative> issued;
+  for (int e : experts) {
+    bool have = false;
+    for (const auto& sp : spec_) have = have || (sp.layer == layer && sp.expert == e);
+    for (const auto& sp : issued) have = have || sp.expert == e;
+    if (have) continue;
+    auto req = request(layer, e);
+    if (!req.ok()) continue;  // a hint only: begin() reports a bad expert
+    uint8_t* slot = arena_->try_take(io::Purpose::Prefetch);
+    if (!slot) break;  // over prefetch's share of the arena
+    req->dest = slot;
+    req->purpose = io::Purpose::Prefetch;
+    reqs.push_back(std::move(*req));
+    issued.push_back({layer, e, slot, nullptr});
+  }
+  if (reqs.empty()) return;
+  auto handles = engine_->submit_batch(std::move(reqs));
+  for (size_t i = 0; i < issued.size(); ++i) issued[i].handle = std::move(handles[i]);
+  spec_.insert(spec_.end(), issued.begin(), issued.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.prefetch_issued += issued.size();
 }
 
 std::vector<std::string> StoreExpertSource::drive_files(int drive) const {
@@ -92,14 +136,17 @@ Result<io::ReadRequest> StoreExpertSource::request(int layer, int e) const {
 }
 
 void StoreExpertSource::settle() {
+  // (A begin() that failed part-way leaves empty handles and slots.)
   for (size_t i = 0; i < handles_.size(); ++i)
-    if (!waited_[i]) engine_->cancel(handles_[i]);
+    if (!waited_[i] && handles_[i]) engine_->cancel(handles_[i]);
   for (size_t i = 0; i < handles_.size(); ++i)
-    if (!waited_[i]) (void)engine_->wait(handles_[i]);  // returns once the engine no longer writes the buffer
+    if (!waited_[i] && handles_[i]) (void)engine_->wait(handles_[i]);  // returns once the engine no longer writes the buffer
   handles_.clear();
   waited_.clear();
-  for (auto* p : held_) arena_->release(p);
+  for (auto* p : held_)
+    if (p) arena_->release(p);
   held_.clear();
+  reap_dropped(false);
 }
 
 Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
@@ -112,20 +159,53 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   out_ = out;
   ready_ = 0;
   begun_ = std::chrono::steady_clock::now();
-  // One batch, so the engine balances the layer's reads over the drives.
+  // Speculative reads of this layer's experts become its demand reads (hits);
+  // the others are cancelled. One batch for the rest, so the engine balances
+  // the layer's reads over the drives.
+  handles_.assign(experts.size(), nullptr);
+  held_.assign(experts.size(), nullptr);
+  waited_.assign(experts.size(), 0);
+  uint64_t hits = 0;
+  for (size_t i = 0; i < experts.size(); ++i)
+    for (auto& sp : spec_)
+      if (sp.slot && sp.layer == layer && sp.expert == experts[i]) {
+        engine_->promote(sp.handle);
+        handles_[i] = std::move(sp.handle);
+        held_[i] = sp.slot;
+        sp.slot = nullptr;
+        ++hits;
+        break;
+      }
+  for (auto& sp : spec_)
+    if (sp.slot) {
+      engine_->cancel(sp.handle);
+      dropped_.push_back(std::move(sp));
+    }
+  spec_.clear();
   std::vector<io::ReadRequest> reqs;
-  for (int e : experts) {
-    auto req = request(layer, e);
+  std::vector<size_t> where;
+  for (size_t i = 0; i < experts.size(); ++i) {
+    if (held_[i]) continue;
+    auto req = request(layer, experts[i]);
     if (!req.ok()) return req.status();
     uint8_t* slot = arena_->try_take(io::Purpose::Demand);
+    if (!slot) {
+      reap_dropped(true);  // slots of cancelled prefetches come back once their reads are over
+      slot = arena_->try_take(io::Purpose::Demand);
+    }
     if (!slot) return error("layer {}: the read arena is exhausted", layer);
-    held_.push_back(slot);
+    held_[i] = slot;
     req->dest = slot;
     req->purpose = io::Purpose::Demand;
     reqs.push_back(std::move(*req));
+    where.push_back(i);
   }
-  handles_ = engine_->submit_batch(std::move(reqs));
-  waited_.assign(handles_.size(), 0);
+  auto handles = engine_->submit_batch(std::move(reqs));
+  for (size_t k = 0; k < where.size(); ++k) handles_[where[k]] = std::move(handles[k]);
+  if (hits) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.prefetch_hits += hits;
+  }
   return {};
 }
 

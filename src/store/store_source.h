@@ -34,6 +34,10 @@ class StoreExpertSource : public ExpertSource {
   Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
   Status wait(size_t i) override;
   ExpertSourceStats stats() const override;
+  // Speculative reads under the engine's prefetch budget, into arena slots
+  // that demand's reserve never lends out; begin() claims the ones it asks
+  // for (promoting those still queued to demand) and cancels the rest.
+  void prefetch(int layer, std::span<const int> experts) override;
 
   io::ReadEngine& engine() { return *engine_; }
   const io::ReadEngine& engine() const { return *engine_; }
@@ -53,6 +57,15 @@ class StoreExpertSource : public ExpertSource {
   // Drops the last begin()'s reads: cancels those still queued, waits for
   // the kernel to let go of their buffers, returns the buffers to the arena.
   void settle();
+
+  struct Speculative {
+    int layer = -1, expert = -1;
+    uint8_t* slot = nullptr;
+    io::ReadHandle handle;
+  };
+  std::vector<Speculative> spec_;     // issued by prefetch(), not yet claimed
+  std::vector<Speculative> dropped_;  // cancelled; the slot returns once the read is over
+  void reap_dropped(bool block);
 
   std::vector<uint8_t*> held_;
   uint64_t part_offset_[6] = {}, part_bytes_[6] = {};

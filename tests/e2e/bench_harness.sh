@@ -5,7 +5,9 @@
 # - the prefill read amplification it reports equals the count made by hand
 #   from a route trace: per prefill block and MoE layer, the union of the
 #   block's experts is read once; the denominator is the distinct experts the
-#   whole prompt routed (so one block -> exactly 1, one row per block -> more);
+#   whole prompt routed (so one block -> exactly 1, one row per block -> more;
+#   that arm runs without next-layer guesses, whose wasted reads no hand
+#   count can know);
 # - the log has one JSON line per run, warm-ups marked, in ABBA order.
 # Usage: bench_harness.sh <deltafin-binary> <source-dir>
 set -euo pipefail
@@ -21,7 +23,7 @@ B=(--store "$T/store" --prompt-ids "$IDS" --max-new 4 --threads 2 --probe-second
 # 1. Oracle: "one" and "whole" keep the tokens; "other" runs another checkpoint.
 set +e
 "$BIN" bench "${B[@]}" --reps 2 --warmup 1 --out "$T/r1" \
-  --arm "whole=--prefill-chunk 12" --arm "one=--prefill-chunk 1" --arm "other=--model $T/m2" > "$T/r1.txt" 2> "$T/r1.err"
+  --arm "whole=--prefill-chunk 12" --arm "one=--prefill-chunk 1 --prefetch 0" --arm "other=--model $T/m2" > "$T/r1.txt" 2> "$T/r1.err"
 rc=$?
 set -e
 [[ $rc == 3 ]] || { cat "$T/r1.err"; echo "FAIL: expected exit code 3 for a rejected arm, got $rc"; exit 1; }

@@ -23,6 +23,7 @@ fi
 
 # Starts a server on a free loopback port; sets SERVER_PID and PORT.
 start_server() {
+  : >"$TMP/server.log"  # exists before the first poll (the background redirect may not have run yet)
   "$BIN" serve --model "$TMP/tiny" --port 0 --threads 1 "$@" >"$TMP/server.log" 2>&1 &
   SERVER_PID=$!
   PORT=""

@@ -233,8 +233,47 @@ TEST(IoArena, ChunkedSlotsAreDistinctAlignedAndBounded) {
   free_io_buffer(big);
 }
 
-// Many threads submit demand and prefetch reads into arena slots, cancel some
-// at random, and wait for all: every handle completes exactly once, every
+// A prefetch that became needed: with no prefetch budget at all a prefetch
+// read can never start, so it finishes only because promote() moved it to
+// the demand queue; the other one is cancelled unread.
+TEST(IoEngine, PromotedPrefetchRunsAsDemand) {
+  Fixture fx(1, "promote");
+  for (const auto& base : {backends()[0], backends()[3]}) {
+    EngineOptions o = base;
+    o.prefetch_depth = 0;
+    std::vector<int> ids;
+    auto e = fx.engine(o, &ids);
+    AlignedArena arena(kSpan, 2);
+    uint8_t* a = arena.take(Purpose::Prefetch);
+    uint8_t* b = arena.take(Purpose::Prefetch);
+    ReadHandle ha = e->submit(fx.request(ids, 5, a, Purpose::Prefetch));
+    ReadHandle hb = e->submit(fx.request(ids, 9, b, Purpose::Prefetch));
+    // A demand read behind them is not held up by them.
+    uint8_t* c = static_cast<uint8_t*>(std::aligned_alloc(4096, kSpan));
+    ReadHandle hc = e->submit(fx.request(ids, 7, c, Purpose::Demand));
+    ASSERT_TRUE(e->wait(hc).ok());
+    EXPECT_TRUE(matches(c, 7));
+    EXPECT_FALSE(e->finished(ha));
+    EXPECT_FALSE(e->finished(hb));
+    e->promote(ha);
+    ASSERT_TRUE(e->wait(ha).ok());
+    EXPECT_TRUE(e->finished(ha));
+    EXPECT_TRUE(matches(a, 5));
+    e->cancel(hb);
+    EXPECT_TRUE(e->finished(hb));
+    EXPECT_NE(e->wait(hb).message().find("cancelled"), std::string::npos);
+    const auto st = e->stats();
+    EXPECT_EQ(st.drives[0].reads[0], 2u);  // the demand read and the promoted one
+    EXPECT_EQ(st.drives[0].reads[1], 0u);
+    EXPECT_EQ(st.reads_cancelled, 1u);
+    std::free(c);
+    arena.release(a);
+    arena.release(b);
+  }
+}
+
+// Many threads submit demand and prefetch reads into arena slots, cancel or
+// promote some at random, and wait for all: every handle completes exactly once, every
 // completed read holds exactly its span, cancelled ones leave no read in
 // flight (the slot is reused at once), and the counters add up.
 TEST(IoEngine, ConcurrentStressWithCancellation) {
@@ -269,6 +308,7 @@ TEST(IoEngine, ConcurrentStressWithCancellation) {
           ReadRequest r = fx.request(order, s, buf, p);
           pend.push_back({e->submit(std::move(r)), buf, s, rng() % 4 == 0});
           if (pend.back().cancel) e->cancel(pend.back().h);
+          else if (p == Purpose::Prefetch && rng() % 2) e->promote(pend.back().h);  // queued or already in flight
           if (pend.size() >= 4 || i + 1 == kPerThread) {
             for (auto& x : pend) {
               Status st = e->wait(x.h);

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "checkpoint/safetensors.h"
@@ -110,10 +112,19 @@ void open_reference(const std::string& store, Reference& r) {
 
 TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
   const std::string store = prepare(3, "--replicate-hot 40");
-  for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off"}) {
+  for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off", "--prefetch 4",
+                           "--prefetch 16 --prefetch-depth 3 --queue-depth 4"}) {
     ASSERT_EQ(run("--store " + store, "s", mode), 0) << mode << ": " << err("s");
     expect_identical_to_model("s");
   }
+  // The guesses were used (so the identical logits above were not a run with no prefetch at all).
+  ASSERT_EQ(run("--store " + store, "p", "--prefetch 8 --stats --no-probe"), 0) << err("p");
+  // "... prefetch 8 guesses per row ...: N reads issued, M used (...)"
+  const std::string e = err("p");
+  const size_t line = e.find("prefetch 8 guesses per row"), issued = e.find(" reads issued, ", line);
+  ASSERT_NE(line, std::string::npos) << e;
+  ASSERT_NE(issued, std::string::npos) << e;
+  EXPECT_GT(std::stoul(e.substr(issued + std::strlen(" reads issued, "))), 0u) << e;
   EXPECT_EQ(run_command(kBin + " doctor --full --store " + store + " > " + dir + "/doc.txt"), 0) << slurp(dir + "/doc.txt");
 }
 
@@ -190,6 +201,71 @@ TEST_F(StoreFaults, StreamingWaitsFromSeveralThreads) {
   EXPECT_EQ(st.experts_acquired, 3 * man->moe_layers.size() * ids.size());
   EXPECT_GT(st.read_seconds, 0.0);
   EXPECT_FALSE((*src)->wait(ids.size()).ok());  // a slot that was never requested
+}
+
+// Speculative reads as the MoE issues them: begin() a layer, prefetch() a
+// guess for the next one while its reads are in flight, wait from several
+// threads (or abandon the layer). The next begin() must hand out exactly the
+// requested experts' bytes whether each came from a guess or not, count each
+// claimed guess once, and return every dropped guess's slot: with an arena
+// of 32 slots, half kept for demand, a leaked slot would soon stop the
+// guesses from being issued. Runs under TSan in CI.
+TEST_F(StoreFaults, PrefetchedReadsAreClaimedOrDropped) {
+  const std::string store = prepare(2, "--replicate-hot 20");
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  StoreReadOptions ro;
+  ro.engine.queue_depth = 2;
+  ro.engine.prefetch_depth = 1;
+  auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+  ASSERT_TRUE(src.ok()) << src.message();
+  const int E = rf.cfg.moe.num_experts;
+  ASSERT_EQ(E, 32);
+  const size_t packed = size_t(rf.cfg.moe.expert_inter) * rf.cfg.moe.latent / 2;
+  const std::vector<int>& moe = rf.man.moe_layers;
+  std::mt19937 rng(99);
+  auto distinct = [&](size_t n, std::vector<int> from) {
+    std::shuffle(from.begin(), from.end(), rng);
+    from.resize(std::min(n, from.size()));
+    return from;
+  };
+  std::vector<int> all(E);
+  for (int e = 0; e < E; ++e) all[e] = e;
+  std::vector<int> guess;
+  int guess_layer = -1;
+  uint64_t issued = 0, hits = 0;
+  ThreadPool pool(3);
+  for (int round = 0; round < 60; ++round) {
+    const int layer = moe[size_t(round) % moe.size()];
+    // Half from the last guess (when it was for this layer), the rest anywhere.
+    std::vector<int> ids = guess_layer == layer ? distinct(3, guess) : std::vector<int>{};
+    for (int e : distinct(E, all))
+      if (ids.size() < 6 && std::find(ids.begin(), ids.end(), e) == ids.end()) ids.push_back(e);
+    if (guess_layer == layer)
+      for (int e : ids) hits += std::count(guess.begin(), guess.end(), e);
+    std::vector<ExpertWeights> a(ids.size()), r(ids.size());
+    ASSERT_TRUE((*src)->begin(layer, ids, a).ok()) << "round " << round;
+    // Every fifth guess is for a layer that is not begun next: all dropped.
+    guess_layer = moe[size_t(round + (round % 5 == 4 ? 2 : 1)) % moe.size()];
+    guess = distinct(4, all);
+    (*src)->prefetch(guess_layer, guess);
+    issued += guess.size();
+    if (round % 3 == 2) continue;  // abandoned: none of its reads is waited for
+    ASSERT_TRUE(rf.experts->acquire(layer, ids, r).ok());
+    std::atomic<int> bad{0};
+    pool.parallel_for(ids.size(), 1, [&](size_t u0, size_t u1) {
+      for (size_t u = u0; u < u1; ++u)
+        if (!(*src)->wait(u).ok() || std::memcmp(a[u].w1.packed, r[u].w1.packed, packed) != 0 ||
+            std::memcmp(a[u].w2.packed, r[u].w2.packed, packed) != 0 ||
+            std::memcmp(a[u].w3.packed, r[u].w3.packed, packed) != 0)
+          bad++;
+    });
+    ASSERT_EQ(bad.load(), 0) << "round " << round;
+  }
+  const ExpertSourceStats st = (*src)->stats();
+  EXPECT_EQ(st.prefetch_issued, issued);  // no slot leaked
+  EXPECT_EQ(st.prefetch_hits, hits);
+  EXPECT_GT(hits, 0u);
 }
 
 TEST_F(StoreFaults, FlippedByteIsRetriedOnReplica) {
