@@ -1,5 +1,5 @@
 // `deltafin simulate-drives --trace FILE (--store STORE | --experts E
-//   --moe-layers L --span-bytes B) --drive BW[:LAT_US[:QD]] [--drive ...]
+//   --moe-layers L --span-bytes B) --drive BW[:LAT_US[:QD[:REQ]]] [--drive ...]
 //   [--link MBps] [--replicate-hot N|all] [--replicas-from TRACE] [--ladder N]
 //   [--prompt-tokens P] [--compute-us-per-layer US] [--json OUT] [--svg OUT]`:
 // replays a route trace through the read engine's scheduler on simulated
@@ -72,15 +72,16 @@ Result<Plan> make_plan(const SimulateArgs& a) {
         ps.seconds = a.probe_seconds;
         DF_ASSIGN(auto models, sim::probe_store_drive_models(d.substr(12), ps));
         for (const auto& m : models) {
-          std::fprintf(stderr, "drive %zu of %s: %.0f MB/s, %.1f us latency (probe of its packs)\n", p.models.size(),
-                       d.c_str(), m.mb_s, m.latency_us);
+          std::fprintf(stderr, "drive %zu of %s: %.0f MB/s, %.1f us latency, %.0f MB/s per request (probe of its packs)\n",
+                       p.models.size(), d.c_str(), m.mb_s, m.latency_us, m.request_mb_s);
           p.models.push_back(m);
         }
         continue;
       }
       if (d.rfind("probe:", 0) == 0) {
         DF_ASSIGN(sim::DriveModel m, sim::probe_drive_model(d.substr(6)));
-        std::fprintf(stderr, "drive %s: %.0f MB/s, %.1f us latency (probe)\n", d.c_str(), m.mb_s, m.latency_us);
+        std::fprintf(stderr, "drive %s: %.0f MB/s, %.1f us latency, %.0f MB/s per request (probe)\n", d.c_str(), m.mb_s,
+                     m.latency_us, m.request_mb_s);
         p.models.push_back(m);
         continue;
       }
@@ -112,7 +113,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
     p.placement = fmt::format("the store's ({})", a.store);
   } else {
     DF_TRY(parse_drives());
-    if (p.models.empty()) return error("give at least one --drive BW_MBps[:LATENCY_US[:QUEUE_DEPTH]]");
+    if (p.models.empty()) return error("give at least one --drive BW_MBps[:LATENCY_US[:QUEUE_DEPTH[:REQUEST_MBps]]]");
     p.work.moe_layers = a.moe_layers;
     p.work.experts = a.experts;
     p.work.span = a.span_bytes;
@@ -187,6 +188,7 @@ nlohmann::json to_json(const SimulateArgs& a, const Plan& p, const sim::SimRepor
     j["drives"].push_back({{"mb_s", p.models[d].mb_s},
                            {"latency_us", p.models[d].latency_us},
                            {"queue_depth", p.models[d].queue_depth},
+                           {"request_mb_s", p.models[d].request_mb_s},
                            {"bytes", r.drives[d].bytes},
                            {"reads", r.drives[d].reads},
                            {"busy_seconds", r.drives[d].busy_seconds},
@@ -257,7 +259,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--span-bytes", a.span_bytes, "Bytes read per expert (without --store)");
   cmd->add_option(
       "--drive", a.drives,
-      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH]] (defaults 100 us, 4), probe:DIR to measure one, or "
+      "Drive model BW_MBps[:LATENCY_US[:QUEUE_DEPTH[:REQUEST_MBps]]] (defaults 100 us, 4, no per-request limit), probe:DIR to measure one, or "
       "probe-store:STORE to measure every drive of a store on its own packs (repeatable)");
   cmd->add_option("--link", a.link_mb_s, "Shared link cap over all drives, MB/s (e.g. a PCIe switch); 0: none");
   cmd->add_option("--probe-seconds", a.probe_seconds, "probe-store: seconds of span-sized reads per drive")->check(CLI::Range(0.05, 600.0));

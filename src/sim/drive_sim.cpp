@@ -32,7 +32,7 @@ Result<DriveModel> parse_drive_model(const std::string& text) {
     if (colon == std::string::npos) break;
     at = colon + 1;
   }
-  if (f.size() > 3) return error("--drive '{}': expected BW_MBps[:LATENCY_US[:QUEUE_DEPTH]]", text);
+  if (f.size() > 4) return error("--drive '{}': expected BW_MBps[:LATENCY_US[:QUEUE_DEPTH[:REQUEST_MBps]]]", text);
   DriveModel m;
   const auto bw = parse_number(f[0]);
   if (!bw || *bw <= 0) return error("--drive '{}': bandwidth '{}' is not a positive number of MB/s", text, f[0]);
@@ -47,6 +47,11 @@ Result<DriveModel> parse_drive_model(const std::string& text) {
     if (!qd || *qd < 1 || *qd > 4096 || *qd != std::floor(*qd))
       return error("--drive '{}': queue depth '{}' is not an integer in 1..4096", text, f[2]);
     m.queue_depth = int(*qd);
+  }
+  if (f.size() > 3) {
+    const auto req = parse_number(f[3]);
+    if (!req || *req < 0) return error("--drive '{}': request rate '{}' is not a number of MB/s >= 0", text, f[3]);
+    m.request_mb_s = *req;
   }
   return m;
 }
@@ -65,6 +70,8 @@ Result<DriveSim> DriveSim::create(const SimOptions& opts) {
     if (!(m.latency_us >= 0) || !std::isfinite(m.latency_us))
       return error("simulator: drive {}: latency must be >= 0 us", i);
     if (m.queue_depth < 1) return error("simulator: drive {}: queue depth must be >= 1", i);
+    if (!(m.request_mb_s >= 0) || !std::isfinite(m.request_mb_s))
+      return error("simulator: drive {}: the per-request rate must be >= 0 MB/s", i);
     Drive& d = s.drives_.emplace_back();
     d.model = m;
     d.depth = m.queue_depth;
@@ -105,19 +112,24 @@ void DriveSim::complete(Drive& d, const Piece& p) {
 
 void DriveSim::step() {
   // Each transferring request's rate: its drive's bandwidth, scaled down by the
-  // shared link if need be, split equally among the drive's transfers.
+  // shared link if need be, split equally among the drive's transfers, and
+  // at most the drive's per-request rate.
   std::vector<int> transferring(drives_.size(), 0);
+  std::vector<double> want(drives_.size(), 0);  // bytes/s the drive's transfers can take together
   double demand = 0;
   for (size_t i = 0; i < drives_.size(); ++i) {
     for (const Piece& p : drives_[i].serving) transferring[i] += p.transfer_from <= now_;
-    if (transferring[i]) demand += drives_[i].model.mb_s * 1e6;
+    if (!transferring[i]) continue;
+    want[i] = drives_[i].model.mb_s * 1e6;
+    if (drives_[i].model.request_mb_s > 0) want[i] = std::min(want[i], transferring[i] * drives_[i].model.request_mb_s * 1e6);
+    demand += want[i];
   }
   const double link = opts_.link_mb_s * 1e6;
   const double scale = link > 0 && demand > link ? link / demand : 1.0;
   std::vector<double> rate(drives_.size(), 0);
   double next = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < drives_.size(); ++i) {
-    if (transferring[i]) rate[i] = drives_[i].model.mb_s * 1e6 * scale / transferring[i];
+    if (transferring[i]) rate[i] = want[i] * scale / transferring[i];
     for (const Piece& p : drives_[i].serving)
       next = std::min(next, p.transfer_from > now_ ? p.transfer_from : now_ + p.remaining / rate[i]);
   }

@@ -7,7 +7,11 @@
 // drive share its bandwidth equally (processor sharing). With a shared link,
 // when the drives that are transferring ask for more than the link's MB/s in
 // total, each is scaled down by the same factor link / sum(their bandwidths).
-// So a lone request takes latency + bytes / bandwidth, exactly.
+// A request never transfers faster than `request_mb_s` (when set): a disk
+// that needs several requests in flight to reach its bandwidth (a virtio
+// disk, an NVMe drive with small internal parallelism per command) serves a
+// lone request slower. So a lone request takes latency + bytes /
+// min(bandwidth, request_mb_s), exactly.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -25,10 +29,12 @@ struct DriveModel {
   double mb_s = 0;          // bandwidth, MB/s (10^6 bytes/s)
   double latency_us = 100;  // per request, before its bytes move
   int queue_depth = 4;      // requests in service at once (the engine's reads in flight per drive; run's default)
+  double request_mb_s = 0;  // the most one request transfers at, MB/s; 0: no limit but the drive's
 };
 
-// "BW_MBps[:LATENCY_US[:QUEUE_DEPTH]]", e.g. "3000", "3000:80", "3000:80:32";
-// omitted fields keep DriveModel's defaults.
+// "BW_MBps[:LATENCY_US[:QUEUE_DEPTH[:REQUEST_MBps]]]", e.g. "3000",
+// "3000:80", "3000:80:32", "3000:80:4:1200"; omitted fields keep
+// DriveModel's defaults.
 Result<DriveModel> parse_drive_model(const std::string& text);
 
 struct SimOptions {

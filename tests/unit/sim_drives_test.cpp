@@ -134,6 +134,23 @@ TEST(SimDrives, SharedLinkCapsTheAggregate) {
   }
 }
 
+TEST(SimDrives, PerRequestRateLimitsFewRequests) {
+  // One 100 MB/s drive, no latency, QD 4, a request at most 40 MB/s; n reads
+  // of 1 MB together each move at min(40, 100 / n) MB/s: n = 1 and 2 take
+  // 25 ms, n = 3 takes 30 ms (the drive's bandwidth is the limit then).
+  SimOptions o;
+  o.drives = {{100, 0, 4, 40}};
+  for (auto [n, want_ms] : {std::pair{1, 25.0}, std::pair{2, 25.0}, std::pair{3, 30.0}}) {
+    auto ds = DriveSim::create(o);
+    ASSERT_TRUE(ds.ok()) << ds.message();
+    const std::vector<SimRead> reads(size_t(n), SimRead{{0}, 1'000'000});
+    ASSERT_TRUE(ds->run_batch(reads).ok());
+    EXPECT_NEAR(ds->now(), want_ms * kMs, 1e-9) << n << " reads";
+  }
+  o.drives[0].request_mb_s = -1;
+  EXPECT_FALSE(DriveSim::create(o).ok());
+}
+
 TEST(SimDrives, LadderOfIdenticalDrivesApproachesLinear) {
   // 4 MoE layers x 64 experts of 1 MB; each token routes 48 experts per layer
   // (fixed seed). Placement as prepare plans it for k identical drives.
@@ -263,13 +280,17 @@ TEST(SimDrives, DriveModelParsing) {
   EXPECT_EQ(m->mb_s, 3000);
   EXPECT_EQ(m->latency_us, 80);
   EXPECT_EQ(m->queue_depth, 16);
+  EXPECT_EQ(m->request_mb_s, 0);  // no per-request limit unless given
+  auto q = parse_drive_model("3000:80:4:1200");
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->request_mb_s, 1200);
   auto d = parse_drive_model("1500.5");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->mb_s, 1500.5);
   EXPECT_EQ(d->latency_us, DriveModel{}.latency_us);
   EXPECT_EQ(d->queue_depth, DriveModel{}.queue_depth);
   for (const char* bad :
-       {"", "fast", "0", "-5", "100:x", "100:-1", "100:10:0", "100:10:2.5", "100:1:2:3", "100:", "1e400"})
+       {"", "fast", "0", "-5", "100:x", "100:-1", "100:10:0", "100:10:2.5", "100:1:2:3:4", "100:1:2:-3", "100:", "1e400"})
     EXPECT_FALSE(parse_drive_model(bad).ok()) << bad;
 }
 
