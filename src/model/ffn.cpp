@@ -113,14 +113,19 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   DF_TRY(src.begin(layer, uni, ew));
   double waited = std::chrono::duration<double>(Clock::now() - t0).count();
 
+  // The fused shared experts need no routed expert: compute them while the reads are in flight.
+  float* sh = Scratch::take(s.g, T * H);
+  situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
+
   // While this layer's reads are in flight: guess the next MoE layer's
-  // experts with its router on this layer's input (the residual stream
-  // changes little in one layer) and start reading them behind this layer's
-  // demand. Only the timing of reads depends on the guess, never a value.
+  // experts with its router on the state known so far (next.input: the
+  // residual stream plus the shared experts' output; it changes little in
+  // one layer) and start reading them behind this layer's demand. Only the
+  // timing of reads depends on the guess, never a value.
   if (next.w && next.per_row > 0 && T <= kPrefetchMaxRows) {
     const int P = std::min(next.per_row, int(E));
     float* nlog = Scratch::take(s.e, T * E);
-    ops::matmul(next.w->router, next.x ? next.x : x, T, nlog, pool);
+    ops::matmul(next.w->router, next.input ? next.input(next.ctx, sh) : x, T, nlog, pool);
     thread_local std::vector<int> guess, picks;
     thread_local std::vector<float> unused;
     guess.clear();
@@ -134,9 +139,6 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     src.prefetch(next.layer, guess);
   }
 
-  // The fused shared experts need no routed expert: compute them while the reads are in flight.
-  float* sh = Scratch::take(s.g, T * H);
-  situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
 
   // Each expert is computed as soon as it is ready, while later ones are
   // still arriving; it writes only its own route slots, so the order in which

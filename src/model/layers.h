@@ -47,7 +47,11 @@ struct NextLayerGuess {
   const LayerWeights* w = nullptr;
   int layer = -1;
   int per_row = 0;
-  const float* x = nullptr;  // [T][hidden]: the guessed router input (nullptr: this layer's MoE input)
+  // The guessed router input [T][hidden], given the shared experts' output
+  // [T][hidden]: input(ctx, shared) (nullptr: this layer's MoE input). A
+  // plain function and context, so the hot path allocates nothing.
+  const float* (*input)(void* ctx, const float* shared) = nullptr;
+  void* ctx = nullptr;
 };
 // Blocks with more rows route to most experts anyway: no guess there.
 inline constexpr size_t kPrefetchMaxRows = 8;

@@ -133,7 +133,6 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
     // p_mid = base + o; FFN input mixes the anchors with p_mid.
     const int nl = next_moe_[l];
     const bool guess = L.ffn == FfnKind::MoE && nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
-    float* gx = guess ? Scratch::take(b.guess, T * H) : nullptr;
     for (size_t t = 0; t < T; ++t) {
       float* pt = p + t * H;
       const float* ot = o + t * H;
@@ -141,12 +140,6 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
       row_anchors(t);
       depth_mix(vals, keys, pt, c_mlp_[l].data(), H, cfg_.rms_eps, key, mix);
       ops::rms_norm(mix, L.post_attention_norm.data(), H, cfg_.rms_eps, x + t * H);
-      if (guess) {
-        // The next MoE layer's router input, as far as it is known now: its
-        // depth mix and norm over the state without the layers in between.
-        depth_mix(vals, keys, pt, c_mlp_[nl].data(), H, cfg_.rms_eps, key, mix);
-        ops::rms_norm(mix, w_.layers[nl].post_attention_norm.data(), H, cfg_.rms_eps, gx + t * H);
-      }
     }
 
     t0 = Clock::now();
@@ -155,7 +148,26 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
       st.seconds_dense += since(t0);
     } else {
       layers::MoeStats ms;
-      const layers::NextLayerGuess next{guess ? &w_.layers[nl] : nullptr, nl, prefetch_per_row_, gx};
+      // The next MoE layer's router input, as far as it is known once the
+      // shared experts have run: its depth mix and norm over the state plus
+      // their output (the routed experts and the layers in between missing).
+      auto input = [&](const float* shared) -> const float* {
+        float* gx = Scratch::take(b.guess, 2 * T * H);
+        float* st = gx + T * H;
+        for (size_t t = 0; t < T; ++t) {
+          const float* pt = p + t * H;
+          for (size_t d = 0; d < H; ++d) st[d] = pt[d] + shared[t * H + d];
+          row_anchors(t);
+          depth_mix(vals, keys, st, c_mlp_[nl].data(), H, cfg_.rms_eps, key, mix);
+          ops::rms_norm(mix, w_.layers[nl].post_attention_norm.data(), H, cfg_.rms_eps, gx + t * H);
+        }
+        return gx;
+      };
+      layers::NextLayerGuess next{guess ? &w_.layers[nl] : nullptr, nl, prefetch_per_row_};
+      if (guess) {
+        next.input = [](void* ctx, const float* shared) { return (*static_cast<decltype(input)*>(ctx))(shared); };
+        next.ctx = &input;
+      }
       DF_TRY(layers::moe_ffn(cfg_, L, l, *experts_, x, T, f, b.scratch, pool, &ms, route_observer_, session.length,
                              next));
       st.seconds_moe += since(t0);
