@@ -10,6 +10,7 @@
 // (src/store, src/io).
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
@@ -51,6 +52,9 @@ class ExpertSource {
   // several threads at once for distinct i.
   virtual Status wait(size_t i) = 0;
   virtual ExpertSourceStats stats() const = 0;
+  // The most experts one begin() may ask for (a bounded read arena); the
+  // MoE fetches a larger union in tiles of at most this many.
+  virtual size_t max_batch() const { return SIZE_MAX; }
   // Starts reading experts of a layer not yet begun, most likely first, as
   // far as the source's prefetch budget allows. Default: nothing to do.
   virtual void prefetch(int /*layer*/, std::span<const int> /*experts*/) {}

@@ -38,6 +38,84 @@ void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, int expert, con
   for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, slots + rows[r] * LT);
 }
 
+using Clock = std::chrono::steady_clock;
+
+// While a layer's reads are in flight: guess the next MoE layer's experts
+// with its router on the state known so far (next.input: the residual stream
+// plus the shared experts' output `sh`; it changes little in one layer) and
+// start reading them behind this layer's demand. Only the timing of reads
+// depends on the guess, never a value.
+void guess_next_layer(const ModelConfig& cfg, const NextLayerGuess& next, ExpertSource& src, const float* x,
+                      const float* sh, size_t T, Scratch& s, ThreadPool* pool) {
+  if (!next.w || next.per_row <= 0 || T > kPrefetchMaxRows) return;
+  const size_t E = cfg.moe.num_experts;
+  const int P = std::min(next.per_row, int(E));
+  float* nlog = Scratch::take(s.e, T * E);
+  ops::matmul(next.w->router, next.input ? next.input(next.ctx, sh) : x, T, nlog, pool);
+  thread_local std::vector<int> guess, picks;
+  thread_local std::vector<float> unused;
+  guess.clear();
+  picks.resize(size_t(P));
+  unused.resize(size_t(P));
+  for (size_t t = 0; t < T; ++t) {
+    route(nlog + t * E, next.w->correction_bias.data(), int(E), P, picks.data(), unused.data());
+    for (int e : picks)
+      if (std::find(guess.begin(), guess.end(), e) == guess.end()) guess.push_back(e);
+  }
+  src.prefetch(next.layer, guess);
+}
+
+// Computes the experts of one begin() (`tile`, views in `ew`) as each
+// becomes ready, while later ones are still arriving; each writes only its
+// own route slots, so the order in which experts finish cannot change any
+// value. Few rows per expert (decode, short verify blocks): each thread takes
+// whole experts, so small products do not pay a thread hand-off each. Many
+// rows per expert (prefill): each product's output rows are split over the
+// threads. Either way every value is the kernel contract's. Returns the
+// compute's idle time waiting for experts (per pool thread when parallel).
+Result<double> compute_experts(const ModelConfig& cfg, ExpertSource& src, std::span<const int> tile,
+                               const ExpertWeights* ew, const int* routed, size_t T, size_t union_size,
+                               const float* lat, float* slots, Scratch& s, ThreadPool* pool) {
+  const size_t K = cfg.moe.top_k, n = tile.size();
+  double waited = 0;
+  const bool by_expert = pool && pool->size() > 1 && n >= 2 * size_t(pool->size()) && T * K <= 4 * union_size;
+  if (!by_expert) {
+    thread_local std::vector<size_t> rows;
+    for (size_t u = 0; u < n; ++u) {
+      const auto w0 = Clock::now();
+      DF_TRY(src.wait(u));
+      waited += std::chrono::duration<double>(Clock::now() - w0).count();
+      run_expert(cfg, ew[u], tile[u], routed, T * K, lat, slots, pool, rows, s.h);
+    }
+    return waited;
+  }
+  std::mutex mu;
+  Status failed;
+  double thread_wait = 0;
+  // Experts are handed out in request order as threads free up (not in
+  // fixed halves): reads finish roughly in that order, so no thread sits on
+  // a late half while the other has nothing left.
+  std::atomic<size_t> next{0};
+  const int* experts = tile.data();
+  pool->parallel_for(size_t(pool->size()), 1, [&](size_t, size_t) {
+    thread_local std::vector<size_t> my_rows;
+    thread_local std::vector<float> my_buf;
+    double my_wait = 0;
+    Status my_status;
+    for (size_t u = next++; u < n && my_status.ok(); u = next++) {
+      const auto w0 = Clock::now();
+      my_status = src.wait(u);
+      my_wait += std::chrono::duration<double>(Clock::now() - w0).count();
+      if (my_status.ok()) run_expert(cfg, ew[u], experts[u], routed, T * K, lat, slots, nullptr, my_rows, my_buf);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    thread_wait += my_wait;
+    if (failed.ok() && !my_status.ok()) failed = my_status;
+  });
+  DF_TRY(failed);
+  return thread_wait / pool->size();
+}
+
 }  // namespace
 
 // out = down · SiTU(gate · x, up · x): the dense FFN and the fused shared experts.
@@ -95,7 +173,6 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   thread_local std::vector<int> ids, uni;
   thread_local std::vector<float> wts;
   thread_local std::vector<ExpertWeights> ew;
-  thread_local std::vector<size_t> rows;  // (row, slot) pairs of one expert, encoded row*K+slot
   ids.resize(T * K);
   wts.resize(T * K);
   for (size_t t = 0; t < T; ++t)
@@ -107,86 +184,27 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
   uni.assign(ids.begin(), ids.end());
   std::sort(uni.begin(), uni.end());
   uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
-  ew.resize(uni.size());
-  using Clock = std::chrono::steady_clock;
-  auto t0 = Clock::now();
-  DF_TRY(src.begin(layer, uni, ew));
-  double waited = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  // The fused shared experts need no routed expert: compute them while the reads are in flight.
-  float* sh = Scratch::take(s.g, T * H);
-  situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
-
-  // While this layer's reads are in flight: guess the next MoE layer's
-  // experts with its router on the state known so far (next.input: the
-  // residual stream plus the shared experts' output; it changes little in
-  // one layer) and start reading them behind this layer's demand. Only the
-  // timing of reads depends on the guess, never a value.
-  if (next.w && next.per_row > 0 && T <= kPrefetchMaxRows) {
-    const int P = std::min(next.per_row, int(E));
-    float* nlog = Scratch::take(s.e, T * E);
-    ops::matmul(next.w->router, next.input ? next.input(next.ctx, sh) : x, T, nlog, pool);
-    thread_local std::vector<int> guess, picks;
-    thread_local std::vector<float> unused;
-    guess.clear();
-    picks.resize(size_t(P));
-    unused.resize(size_t(P));
-    for (size_t t = 0; t < T; ++t) {
-      route(nlog + t * E, next.w->correction_bias.data(), int(E), P, picks.data(), unused.data());
-      for (int e : picks)
-        if (std::find(guess.begin(), guess.end(), e) == guess.end()) guess.push_back(e);
+  // A union larger than the source holds at once (a long prefill block of a
+  // model with large experts) is fetched in tiles, one after the other: each
+  // expert is still read once per layer per block.
+  const size_t cap = std::max<size_t>(1, std::min(uni.size(), src.max_batch()));
+  ew.resize(cap);
+  float* sh = Scratch::take(s.g, T * H);  // the shared experts' output
+  double waited = 0;
+  for (size_t first = 0; first < uni.size(); first += cap) {
+    const std::span<const int> tile(uni.data() + first, std::min(cap, uni.size() - first));
+    const auto t0 = Clock::now();
+    DF_TRY(src.begin(layer, tile, std::span<ExpertWeights>(ew.data(), tile.size())));
+    waited += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (first == 0) {
+      // The fused shared experts need no routed expert: compute them while the reads are in flight.
+      situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
+      guess_next_layer(cfg, next, src, x, sh, T, s, pool);
     }
-    src.prefetch(next.layer, guess);
-  }
-
-
-  // Each expert is computed as soon as it is ready, while later ones are
-  // still arriving; it writes only its own route slots, so the order in which
-  // experts finish cannot change any value.
-  // Few rows per expert (decode, short verify blocks): give each thread whole
-  // experts, so small products do not pay a thread hand-off each. Many rows
-  // per expert (prefill): split each product's output rows over the threads.
-  // Either way every value is the kernel contract's, so tokens cannot change.
-  const bool by_expert = pool && pool->size() > 1 && uni.size() >= 2 * size_t(pool->size()) &&
-                         T * K <= 4 * uni.size();
-  if (by_expert) {
-    // The workers must see this thread's route buffers: thread_local names
-    // would resolve to the worker's own (empty) copies inside the lambda.
-    const ExpertWeights* weights = ew.data();
-    const int* experts = uni.data();
-    const int* routed = ids.data();
-    std::mutex mu;
-    Status failed;
-    double thread_wait = 0;
-    // Experts are handed out in request order as threads free up (not in
-    // fixed halves): reads finish roughly in that order, so no thread sits on
-    // a late half while the other has nothing left.
-    std::atomic<size_t> next{0};
-    const size_t n = uni.size();
-    pool->parallel_for(size_t(pool->size()), 1, [&, weights, experts, routed](size_t, size_t) {
-      thread_local std::vector<size_t> my_rows;
-      thread_local std::vector<float> my_buf;
-      double my_wait = 0;
-      Status my_status;
-      for (size_t u = next++; u < n && my_status.ok(); u = next++) {
-        const auto w0 = Clock::now();
-        my_status = src.wait(u);
-        my_wait += std::chrono::duration<double>(Clock::now() - w0).count();
-        if (my_status.ok()) run_expert(cfg, weights[u], experts[u], routed, T * K, lat, slots, nullptr, my_rows, my_buf);
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      thread_wait += my_wait;
-      if (failed.ok() && !my_status.ok()) failed = my_status;
-    });
-    waited += thread_wait / pool->size();  // compute threads idle, as a share of the pool
-    DF_TRY(failed);
-  } else {
-    for (size_t u = 0; u < uni.size(); ++u) {
-      const auto w0 = Clock::now();
-      DF_TRY(src.wait(u));
-      waited += std::chrono::duration<double>(Clock::now() - w0).count();
-      run_expert(cfg, ew[u], uni[u], ids.data(), T * K, lat, slots, pool, rows, s.h);
-    }
+    DF_ASSIGN(const double tile_wait, compute_experts(cfg, src, tile, ew.data(), ids.data(), T, uni.size(), lat, slots,
+                                                      s, pool));
+    waited += tile_wait;
   }
   if (stats) {
     stats->seconds_acquire += waited;

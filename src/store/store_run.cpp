@@ -20,6 +20,10 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
   cmd->add_option("--prefetch-depth", o.prefetch_depth,
                   "Of the reads in flight per drive, at most this many are prefetches (-1: queue depth / 2)")
       ->check(CLI::Range(-1, 1024));
+  cmd->add_option("--arena-mib", o.arena_mib,
+                  "Memory for expert read buffers, MiB (at least one expert is always held); a layer's union of "
+                  "experts larger than this is read in tiles")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
   return store;
 }
@@ -33,6 +37,7 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   ro.engine.direct = o.direct == "on";
   ro.engine.backend = o.io == "uring" ? io::Backend::Uring : o.io == "pread" ? io::Backend::Pread : io::Backend::Auto;
   ro.engine.queue_depth = o.queue_depth;
+  ro.arena_bytes = uint64_t(o.arena_mib * double(1 << 20));
   ro.engine.pread_threads = std::min(o.queue_depth, 16);
   ro.engine.prefetch_depth = o.prefetch_depth >= 0 ? o.prefetch_depth : std::max(1, o.queue_depth / 2);
   StoreModel sm;

@@ -30,11 +30,15 @@ struct StoreRunOptions {
   // Of the reads in flight per drive, at most this many are prefetches
   // (-1: half the queue depth, at least one).
   int prefetch_depth = -1;
+  // Bound on the expert read buffers, MiB (StoreReadOptions::arena_bytes): a
+  // layer's union larger than this is fetched in tiles.
+  double arena_mib = 8192;
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
 };
 
-// Adds --store, --verify, --io, --direct, --queue-depth, --prefetch, --prefetch-depth, --no-probe;
+// Adds --store, --verify, --io, --direct, --queue-depth, --prefetch, --prefetch-depth, --arena-mib,
+// --no-probe;
 // returns the --store option.
 CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o);
 

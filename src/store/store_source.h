@@ -19,7 +19,7 @@ namespace deltafin {
 
 struct StoreReadOptions {
   io::EngineOptions engine;
-  uint64_t arena_bytes = 8ull << 30;  // bound on expert buffers (at least one layer's union must fit)
+  uint64_t arena_bytes = 8ull << 30;  // bound on expert buffers (at least one expert's span is always allowed)
 };
 
 class StoreExpertSource : public ExpertSource {
@@ -34,6 +34,7 @@ class StoreExpertSource : public ExpertSource {
   Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
   Status wait(size_t i) override;
   ExpertSourceStats stats() const override;
+  size_t max_batch() const override { return arena_->max_slots(); }
   // Speculative reads under the engine's prefetch budget, into arena slots
   // that demand's reserve never lends out; begin() claims the ones it asks
   // for (promoting those still queued to demand) and cancels the rest.

@@ -3,6 +3,7 @@
 // error naming expert, drive and file), a deleted drive root, a truncated pack.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,8 +113,10 @@ void open_reference(const std::string& store, Reference& r) {
 
 TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
   const std::string store = prepare(3, "--replicate-hot 40");
+  // --arena-mib 0.1 holds 3 of tiny's experts: each layer's union of the
+  // 9-row prompt block is read in tiles.
   for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off", "--prefetch 4",
-                           "--prefetch 16 --prefetch-depth 3 --queue-depth 4"}) {
+                           "--prefetch 16 --prefetch-depth 3 --queue-depth 4", "--arena-mib 0.1"}) {
     ASSERT_EQ(run("--store " + store, "s", mode), 0) << mode << ": " << err("s");
     expect_identical_to_model("s");
   }
@@ -125,6 +128,15 @@ TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
   ASSERT_NE(line, std::string::npos) << e;
   ASSERT_NE(issued, std::string::npos) << e;
   EXPECT_GT(std::stoul(e.substr(issued + std::strlen(" reads issued, "))), 0u) << e;
+  // Tiles read each expert of a block's union once, as one begin() does.
+  for (const char* arena : {"8192", "0.1"}) {
+    ASSERT_EQ(run("--store " + store, arena, fmt::format("--prefetch 0 --arena-mib {} --stats-json {}/{}.json", arena, dir, arena)), 0)
+        << err(arena);
+  }
+  const auto big = nlohmann::json::parse(slurp(dir + "/8192.json")), small = nlohmann::json::parse(slurp(dir + "/0.1.json"));
+  EXPECT_GT(big.at("prefill_read_bytes").get<uint64_t>(), 0u);
+  EXPECT_EQ(big.at("prefill_read_bytes"), small.at("prefill_read_bytes"));
+  EXPECT_EQ(big.at("decode_read_bytes"), small.at("decode_read_bytes"));
   EXPECT_EQ(run_command(kBin + " doctor --full --store " + store + " > " + dir + "/doc.txt"), 0) << slurp(dir + "/doc.txt");
 }
 
