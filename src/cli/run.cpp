@@ -23,7 +23,7 @@ struct RunOptions {
   PromptInput prompt;
   int max_new = 64;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  int prefill_chunk = 64;
+  int prefill_chunk = 512;
   std::string dump_logits;
   std::string route_trace;
   std::string stats_json;

@@ -12,7 +12,7 @@ namespace deltafin {
 
 struct GenerateOptions {
   int max_new = 32;
-  int prefill_chunk = 64;
+  int prefill_chunk = 512;  // rows per prompt block; each block reads its experts once (docs/BENCH.md)
   std::vector<int32_t> stop_ids;  // generation stops after emitting one of these
 };
 

@@ -24,7 +24,7 @@
 namespace deltafin::server {
 
 struct EngineOptions {
-  int prefill_chunk = 64;
+  int prefill_chunk = 512;
   int max_context = 32768;  // prompt + max_tokens
   bool state_reuse = true;
 };
