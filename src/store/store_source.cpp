@@ -210,7 +210,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
 }
 
 Status StoreExpertSource::wait(size_t i) {
-  if (i >= handles_.size()) return error("layer {}: expert slot {} was not requested", layer_, i);
+  if (i >= handles_.size() || !handles_[i]) return error("layer {}: expert slot {} was not requested", layer_, i);
   Status s = engine_->wait(handles_[i]);
   waited_[i] = 1;
   DF_TRY(s);
