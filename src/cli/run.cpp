@@ -77,8 +77,9 @@ void describe_source(const StoreModel& sm, bench::RunRecord& rec) {
     return;
   }
   rec.cold = true;
-  rec.prefetch_issued = sm.source->stats().prefetch_issued;
-  rec.prefetch_hits = sm.source->stats().prefetch_hits;
+  const ExpertSourceStats es = sm.source->stats();
+  rec.prefetch_issued = es.prefetch_issued;
+  rec.prefetch_hits = es.prefetch_hits;
   for (const auto& d : sm.source->engine().stats().drives) {
     if (d.busy_seconds > 0) rec.engine_mb_s += double(d.bytes[0] + d.bytes[1]) / d.busy_seconds / 1e6;
     if (rec.io_mode.find(d.mode) == std::string::npos) rec.io_mode += (rec.io_mode.empty() ? "" : ",") + d.mode;

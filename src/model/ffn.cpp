@@ -45,13 +45,13 @@ using Clock = std::chrono::steady_clock;
 // plus the shared experts' output `sh`; it changes little in one layer) and
 // start reading them behind this layer's demand. Only the timing of reads
 // depends on the guess, never a value.
-void guess_next_layer(const ModelConfig& cfg, const NextLayerGuess& next, ExpertSource& src, const float* x,
-                      const float* sh, size_t T, Scratch& s, ThreadPool* pool) {
-  if (!next.w || next.per_row <= 0 || T > kPrefetchMaxRows) return;
+void guess_next_layer(const ModelConfig& cfg, const NextLayerGuess& next, ExpertSource& src, const float* sh,
+                      size_t T, Scratch& s, ThreadPool* pool) {
+  if (!next.w) return;
   const size_t E = cfg.moe.num_experts;
   const int P = std::min(next.per_row, int(E));
   float* nlog = Scratch::take(s.e, T * E);
-  ops::matmul(next.w->router, next.input ? next.input(next.ctx, sh) : x, T, nlog, pool);
+  ops::matmul(next.w->router, next.input(next.ctx, sh), T, nlog, pool);
   thread_local std::vector<int> guess, picks;
   thread_local std::vector<float> unused;
   guess.clear();
@@ -200,7 +200,7 @@ Status moe_ffn(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertS
     if (first == 0) {
       // The fused shared experts need no routed expert: compute them while the reads are in flight.
       situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, sh, s.e, s.f, pool);
-      guess_next_layer(cfg, next, src, x, sh, T, s, pool);
+      guess_next_layer(cfg, next, src, sh, T, s, pool);
     }
     DF_ASSIGN(const double tile_wait, compute_experts(cfg, src, tile, ew.data(), ids.data(), T, uni.size(), lat, slots,
                                                       s, pool));

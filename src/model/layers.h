@@ -42,14 +42,15 @@ struct MoeStats {
 };
 
 // The next MoE layer, for guessing its experts (Model::set_prefetch);
-// w == nullptr: no guess.
+// w == nullptr: no guess (the model decides: prefetch on, a next MoE layer,
+// at most kPrefetchMaxRows rows).
 struct NextLayerGuess {
   const LayerWeights* w = nullptr;
   int layer = -1;
   int per_row = 0;
   // The guessed router input [T][hidden], given the shared experts' output
-  // [T][hidden]: input(ctx, shared) (nullptr: this layer's MoE input). A
-  // plain function and context, so the hot path allocates nothing.
+  // [T][hidden]: input(ctx, shared); set whenever w is. A plain function and
+  // context, so the hot path allocates nothing.
   const float* (*input)(void* ctx, const float* shared) = nullptr;
   void* ctx = nullptr;
 };

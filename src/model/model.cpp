@@ -131,8 +131,6 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
     }
 
     // p_mid = base + o; FFN input mixes the anchors with p_mid.
-    const int nl = next_moe_[l];
-    const bool guess = L.ffn == FfnKind::MoE && nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
     for (size_t t = 0; t < T; ++t) {
       float* pt = p + t * H;
       const float* ot = o + t * H;
@@ -148,6 +146,8 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
       st.seconds_dense += since(t0);
     } else {
       layers::MoeStats ms;
+      const int nl = next_moe_[l];
+      const bool guess = nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
       // The next MoE layer's router input, as far as it is known once the
       // shared experts have run: its depth mix and norm over the state plus
       // their output (the routed experts and the layers in between missing).

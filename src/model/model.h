@@ -58,8 +58,9 @@ class Model {
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
   // Speculative expert prefetch: in each MoE layer, for blocks of at most
   // layers::kPrefetchMaxRows rows, the next MoE layer's router is applied to
-  // this layer's MoE input and its top `per_row` experts per row are handed
-  // to ExpertSource::prefetch while this layer computes. A guess only moves
+  // the state known once this layer's shared experts have run (through the
+  // next layer's AttnRes query and norm) and its top `per_row` experts per
+  // row are handed to ExpertSource::prefetch while this layer computes. A guess only moves
   // reads earlier: every expert used is still the one the real router picks,
   // so tokens and logits are unchanged. 0 turns it off.
   void set_prefetch(int per_row) { prefetch_per_row_ = per_row; }

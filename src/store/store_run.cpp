@@ -14,8 +14,8 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
   cmd->add_option("--direct", o.direct, "O_DIRECT store reads (on | off)")->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--queue-depth", o.queue_depth, "Store reads in flight per drive")->check(CLI::Range(1, 1024));
   cmd->add_option("--prefetch", o.prefetch,
-                  "Experts per row to guess for the next MoE layer (its router on this layer's input) and read "
-                  "ahead; exact: only read timing changes (0: off)")
+                  "Experts per row to guess for the next MoE layer (its router on the state known so far) and "
+                  "read ahead; exact: only read timing changes (0: off)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--prefetch-depth", o.prefetch_depth,
                   "Of the reads in flight per drive, at most this many are prefetches (-1: queue depth / 2)")

@@ -71,10 +71,17 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
 StoreExpertSource::~StoreExpertSource() {
   if (!engine_) return;
   settle();
-  for (auto& sp : spec_) engine_->cancel(sp.handle);
-  dropped_.insert(dropped_.end(), spec_.begin(), spec_.end());
-  spec_.clear();
+  drop_unclaimed();
   reap_dropped(true);
+}
+
+void StoreExpertSource::drop_unclaimed() {
+  for (auto& sp : spec_)
+    if (sp.slot) {
+      engine_->cancel(sp.handle);
+      dropped_.push_back(std::move(sp));
+    }
+  spec_.clear();
 }
 
 void StoreExpertSource::reap_dropped(bool block) {
@@ -176,12 +183,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
         ++hits;
         break;
       }
-  for (auto& sp : spec_)
-    if (sp.slot) {
-      engine_->cancel(sp.handle);
-      dropped_.push_back(std::move(sp));
-    }
-  spec_.clear();
+  drop_unclaimed();
   std::vector<io::ReadRequest> reqs;
   std::vector<size_t> where;
   for (size_t i = 0; i < experts.size(); ++i) {

@@ -67,6 +67,8 @@ class StoreExpertSource : public ExpertSource {
   std::vector<Speculative> spec_;     // issued by prefetch(), not yet claimed
   std::vector<Speculative> dropped_;  // cancelled; the slot returns once the read is over
   void reap_dropped(bool block);
+  // Cancels the guesses no begin() claimed (a claimed one has no slot left).
+  void drop_unclaimed();
 
   std::vector<uint8_t*> held_;
   uint64_t part_offset_[6] = {}, part_bytes_[6] = {};
