@@ -9,6 +9,7 @@
 // never take the slots demand needs. The decisions themselves are pure
 // functions in io/scheduler.h, shared with the drive simulator (src/sim).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -106,6 +107,9 @@ class ReadEngine {
   // its buffer. (A read whose bytes are in but not yet verified is not over:
   // its checksum is checked by wait().)
   bool finished(const ReadHandle& h) const;
+  // When the last byte of the read's latest attempt arrived (before its
+  // checksum); the epoch if none has. What a drive model predicts.
+  std::chrono::steady_clock::time_point bytes_in_at(const ReadHandle& h) const;
 
   EngineStats stats() const;
   const EngineOptions& options() const { return opts_; }

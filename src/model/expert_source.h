@@ -35,7 +35,8 @@ struct ExpertSourceStats {
   uint64_t experts_acquired = 0;
   uint64_t bytes_touched = 0;  // expert bytes handed to the engine
   // Summed over begin() calls: from the first request of a layer's union to
-  // its last expert being ready (0 for sources that do not read).
+  // the last byte of its reads arriving (before checksums and compute: the
+  // time a drive model predicts; 0 for sources that do not read).
   double read_seconds = 0;
   // Speculative reads: issued by prefetch(), then claimed by a begin() that
   // asked for the same expert (hits) or dropped (their bytes were wasted).

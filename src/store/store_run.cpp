@@ -25,6 +25,10 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
                   "experts larger than this is read in tiles")
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
+  cmd->add_option("--probe-seconds", o.probe_seconds,
+                  "With --stats: seconds of each raw drive probe (one before and one after the run, per drive); "
+                  "a drive whose rate drifts needs longer probes")
+      ->check(CLI::Range(0.05, 600.0));
   return store;
 }
 

@@ -81,6 +81,7 @@ class StoreExpertSource : public ExpertSource {
   std::chrono::steady_clock::time_point begun_;
   mutable std::mutex mu_;  // guards stats_ and ready_ (never held across I/O)
   size_t ready_ = 0;
+  std::chrono::steady_clock::time_point last_bytes_in_;  // of this layer's reads so far (guarded by mu_)
   ExpertSourceStats stats_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -269,6 +270,46 @@ TEST(IoEngine, PromotedPrefetchRunsAsDemand) {
     std::free(c);
     arena.release(a);
     arena.release(b);
+  }
+}
+
+// io_uring reads start in the thread that submits them (no hand-off to the
+// ring thread); a submitting thread may exit at once, before its reads are
+// done, and they still complete with their bytes. bytes_in_at() lies between
+// the submission and the return of wait(), and stays unset for a read
+// cancelled before it started.
+TEST(IoEngine, ReadsOutliveTheThreadsThatSubmitThem) {
+  Fixture fx(1, "outlive");
+  for (const auto& o : backends()) {
+    std::vector<int> ids;
+    auto e = fx.engine(o, &ids);
+    AlignedArena arena(kSpan, kSpans);
+    std::vector<uint8_t*> bufs(kSpans);
+    std::vector<ReadHandle> hs(kSpans);
+    for (int s = 0; s < kSpans; ++s) bufs[s] = arena.take(Purpose::Demand);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < 8; ++t)  // each short-lived thread submits 8 spans and exits
+      std::thread([&, t] {
+        for (int s = t * 8; s < t * 8 + 8; ++s) hs[s] = e->submit(fx.request(ids, s, bufs[s], Purpose::Demand));
+      }).join();
+    for (int s = 0; s < kSpans; ++s) {
+      ASSERT_TRUE(e->wait(hs[s]).ok()) << "span " << s << " mode " << e->drive_mode(0);
+      EXPECT_TRUE(matches(bufs[s], s)) << "span " << s << " mode " << e->drive_mode(0);
+      const auto in = e->bytes_in_at(hs[s]);
+      EXPECT_GE(in, t0);
+      EXPECT_LE(in, std::chrono::steady_clock::now());
+    }
+    EXPECT_EQ(e->stats().reads_ok, uint64_t(kSpans));
+    // A prefetch with no prefetch budget never starts: cancelled, it has no arrival time.
+    EngineOptions none = o;
+    none.prefetch_depth = 0;
+    std::vector<int> ids2;
+    auto e2 = fx.engine(none, &ids2);
+    ReadHandle h = e2->submit(fx.request(ids2, 3, bufs[0], Purpose::Prefetch));
+    e2->cancel(h);
+    EXPECT_FALSE(e2->wait(h).ok());
+    EXPECT_EQ(e2->bytes_in_at(h), std::chrono::steady_clock::time_point{});
+    for (uint8_t* b : bufs) arena.release(b);
   }
 }
 
