@@ -164,7 +164,7 @@ struct ReadEngine::Impl {
   }
 
   // Wakes the ring thread to stop (io_uring), or the pread workers.
-  void ring_doorbell(Drive& d) {
+  void wake_to_stop(Drive& d) {
     if (d.uring) {
       uint64_t one = 1;
       ssize_t n = ::write(d.efd, &one, sizeof one);
@@ -466,7 +466,7 @@ ReadEngine::~ReadEngine() {
       std::lock_guard<std::mutex> lock(d.mu);
       d.stop = true;
     }
-    impl_->ring_doorbell(d);
+    impl_->wake_to_stop(d);
   }
   for (auto& d : impl_->drives) {
     for (auto& t : d.threads) t.join();
