@@ -10,24 +10,31 @@ namespace deltafin::bench {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// XOR of every word, four independent vector chains so loads, not latency,
-// bound the loop. n is a multiple of 4 vectors (the caller's slices are).
+// XOR of every word. The slice is read as four streams (its quarters) at
+// once, each asking L2 for the line 4 KiB ahead: on the machines measured
+// this reads 6-10% faster than one stream with four vector chains (which
+// the GEMV kernels beat), and the probe is meant to be the machine's limit,
+// not a figure the kernels can pass (docs/KERNELS.md).
 uint64_t ReadSlice(const uint64_t* p, size_t n) {
   const hn::ScalableTag<uint64_t> d;
   const size_t L = hn::Lanes(d);
+  constexpr size_t kAhead = 4096 / sizeof(uint64_t);
+  const size_t q = n / (2 * L * 4) * (2 * L);  // words per stream, whole steps
+  const uint64_t* s[4] = {p, p + q, p + 2 * q, p + 3 * q};
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
-  size_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    a0 = hn::Xor(a0, hn::LoadU(d, p + i));
-    a1 = hn::Xor(a1, hn::LoadU(d, p + i + L));
-    a2 = hn::Xor(a2, hn::LoadU(d, p + i + 2 * L));
-    a3 = hn::Xor(a3, hn::LoadU(d, p + i + 3 * L));
+  for (size_t i = 0; i < q; i += 2 * L) {
+    for (size_t k = 0; k < 4; ++k)
+      for (size_t w = 0; w < 2 * L; w += 64 / sizeof(uint64_t)) __builtin_prefetch(s[k] + i + w + kAhead, 0, 2);
+    a0 = hn::Xor(a0, hn::Xor(hn::LoadU(d, s[0] + i), hn::LoadU(d, s[0] + i + L)));
+    a1 = hn::Xor(a1, hn::Xor(hn::LoadU(d, s[1] + i), hn::LoadU(d, s[1] + i + L)));
+    a2 = hn::Xor(a2, hn::Xor(hn::LoadU(d, s[2] + i), hn::LoadU(d, s[2] + i + L)));
+    a3 = hn::Xor(a3, hn::Xor(hn::LoadU(d, s[3] + i), hn::LoadU(d, s[3] + i + L)));
   }
   HWY_ALIGN uint64_t lanes[64];  // >= Lanes on every fixed-width target
   hn::StoreU(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3)), d, lanes);
   uint64_t r = 0;
   for (size_t k = 0; k < L && k < 64; ++k) r ^= lanes[k];
-  for (; i < n; ++i) r ^= p[i];
+  for (size_t i = 4 * q; i < n; ++i) r ^= p[i];  // the words the four streams left over
   return r;
 }
 
