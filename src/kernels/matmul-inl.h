@@ -149,6 +149,13 @@ struct Bf16Rows {
     HWY_INLINE void Prefetch(size_t g) const { hwy::Prefetch(w + (g + 16) * kLanes); }  // 1 KiB ahead
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
+  // T = 1 tiles fetch the next tile, one stream per row; the compute-bound
+  // T > 1 tiles keep Row::Prefetch, which measured faster there.
+  template <size_t R>
+  HWY_INLINE void PrefetchTile(size_t o, size_t g) const {
+    for (size_t r = 0; r < R; ++r)
+      PrefetchTileStep<kLanes * sizeof(uint16_t), 1>(reinterpret_cast<const uint8_t*>(W + (o + r) * cols), g);
+  }
   static constexpr bool kPrefetch = true;
   static constexpr bool kCostlyDecode = false;
 };
@@ -312,11 +319,15 @@ HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, s
       for (size_t v = 0; v < kVecs; ++v) acc[r][t][v] = hn::Zero(df);
   typename Rows::Row row[R];
   for (size_t r = 0; r < R; ++r) row[r] = rows_of.row(o0 + r);
+  // Next-tile prefetch where the format has it: always without per-row hints
+  // (MXFP4), else for the memory-bound single-input-row tiles only (BF16).
+  constexpr bool kTilePrefetch =
+      requires { rows_of.template PrefetchTile<R>(o0, size_t(0)); } && (TT == 1 || !Rows::kPrefetch);
   for (size_t g = 0; g < full_groups; ++g) {
-    if constexpr (requires { rows_of.template PrefetchTile<R>(o0, g); }) rows_of.template PrefetchTile<R>(o0 + R, g);
+    if constexpr (kTilePrefetch) rows_of.template PrefetchTile<R>(o0 + R, g);
     VF w[R][kVecs];
     for (size_t r = 0; r < R; ++r) {
-      if constexpr (Rows::kPrefetch) row[r].Prefetch(g);
+      if constexpr (Rows::kPrefetch && !kTilePrefetch) row[r].Prefetch(g);
       row[r].Load(g, w[r]);
     }
     Accumulate<R, TT>(w, x + g * kLanes, stride, acc);
