@@ -74,16 +74,16 @@ HWY_INLINE float Finish(const VF* acc) {
   return tree_sum(c);
 }
 
-// ---- Tile prefetch (MXFP4). A tile of R output rows walks R contiguous
-// weight rows group by group. At step g it asks L2 (prefetcht1) for the
-// bytes the NEXT tile will read at its step g, so the data arrives one tile
-// ahead at the pace it is used, as one linear stream per thread. For the
-// decode-bound MXFP4 kernel this beat per-row prefetches 1 KiB ahead by about
-// 40% from DRAM; for BF16/F32, which are memory-bound and stream well with
-// the hardware prefetchers plus per-row hints, it measured slower
-// (docs/KERNELS.md), so they keep Row::Prefetch. Prefetches never fault:
-// running past the matrix is harmless. kGroupBytes: bytes per row per
-// 32-column group; prefetch points 64 bytes apart touch each line once.
+// ---- Tile prefetch. A tile of R output rows walks R contiguous weight rows
+// group by group. At step g it asks L2 (prefetcht1) for the bytes the NEXT
+// tile will read at its step g, so the data arrives one tile ahead at the
+// pace it is used. MXFP4 (all tiles) and BF16 (T = 1 tiles) do this, one
+// stream per next row; from DRAM it beat per-row hints 1 KiB ahead by about
+// 40% for MXFP4 and 4% for BF16 at T = 1, but cost BF16 10% at T = 16
+// (docs/KERNELS.md). Prefetches never fault: running past the matrix is
+// harmless. Here the tile reads kGroupBytes per group from each of R
+// contiguous rows starting at next_tile; prefetch points 64 bytes apart
+// touch each line once.
 template <size_t kGroupBytes, size_t R>
 HWY_INLINE void PrefetchTileStep(const uint8_t* next_tile, size_t g) {
   constexpr size_t kStep = R * kGroupBytes;  // bytes the tile consumes per group
