@@ -12,7 +12,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // XOR of every word. The slice is read as four streams (its quarters) at
 // once, each asking L2 for the line 4 KiB ahead: on the machines measured
-// this reads 6-10% faster than one stream with four vector chains (which
+// this reads about 10% faster than one stream with four vector chains (which
 // the GEMV kernels beat), and the probe is meant to be the machine's limit,
 // not a figure the kernels can pass (docs/KERNELS.md).
 uint64_t ReadSlice(const uint64_t* p, size_t n) {

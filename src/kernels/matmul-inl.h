@@ -78,8 +78,8 @@ HWY_INLINE float Finish(const VF* acc) {
 // group by group. At step g it asks L2 (prefetcht1) for the bytes the NEXT
 // tile will read at its step g, so the data arrives one tile ahead at the
 // pace it is used. MXFP4 (all tiles) and BF16 (T = 1 tiles) do this, one
-// stream per next row; from DRAM it beat per-row hints 1 KiB ahead by about
-// 40% for MXFP4 and 4% for BF16 at T = 1, but cost BF16 10% at T = 16
+// stream per next row; from DRAM it beat per-row hints 1 KiB ahead by 34-39%
+// (then a median +9% more) for MXFP4 and 4% for BF16 at T = 1, but cost BF16 10% at T = 16
 // (docs/KERNELS.md). Prefetches never fault: running past the matrix is
 // harmless. Here the tile reads kGroupBytes per group from each of R
 // contiguous rows starting at next_tile; prefetch points 64 bytes apart
@@ -281,10 +281,10 @@ struct Mxfp4Rows {
   };
   Row row(size_t o) const { return Row{packed + o * (cols / 2), scales + o * (cols / kLanes), e8m0}; }
   // Blocks and scales are two row-major arrays: 16 bytes and 1 byte per group.
-  // The next tile's blocks as R streams, one per row (the L2 hardware
-  // prefetcher follows R streams better than one: +0-20% over a single
-  // linear stream of the same bytes, docs/KERNELS.md); its scales, R bytes
-  // per group, as one.
+  // The next tile's blocks as R streams, one per row (median +9% over a
+  // single linear stream of the same bytes, docs/KERNELS.md; our guess is
+  // that the L2 hardware prefetcher follows several streams better); its
+  // scales, R bytes per group, as one.
   template <size_t R>
   HWY_INLINE void PrefetchTile(size_t o, size_t g) const {
     for (size_t r = 0; r < R; ++r) PrefetchTileStep<kLanes / 2, 1>(packed + (o + r) * (cols / 2), g);

@@ -11,7 +11,7 @@ namespace {
 TEST(MembwProbe, OneRepReadsEveryWordOnce) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
-    const size_t bytes = (size_t(3) << 20) + 12345;  // not a whole number of slices or streams
+    const size_t bytes = (size_t(3) << 20) + 12345;  // 3 threads: slices of unequal length
     const ReadBandwidth bw = measure_read_bandwidth(bytes, pool, 1);
     ASSERT_GE(bw.bytes, size_t(3) << 20);
     ASSERT_EQ(bw.bytes % 8, 0u);
