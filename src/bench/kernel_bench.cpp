@@ -1,6 +1,7 @@
 #include "bench/kernel_bench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,19 @@ Result<KernelBenchReport> run_kernel_bench(const KernelBenchOptions& opt) {
   rep.threads = opt.threads;
   rep.target = kernels::kernel_target_name();
   rep.membw = measure_read_bandwidth(bytes, pool, opt.reps);
+  rep.fma = measure_fma_peak(pool, opt.reps);
+  auto remeasure = [&] {
+    // Keep the best seen, so a busy moment during the first measurement
+    // cannot flatter the ratios.
+    const ReadBandwidth again = measure_read_bandwidth(bytes, pool, 2);
+    if (again.bytes_per_s > rep.membw.bytes_per_s) {
+      rep.membw.bytes_per_s = again.bytes_per_s;
+      rep.membw.cpu_share = again.cpu_share;
+    }
+    rep.membw.reps += again.reps;
+    const FmaPeak fma = measure_fma_peak(pool, 2);
+    if (fma.flops_per_s > rep.fma.flops_per_s) rep.fma = fma;
+  };
 
   // One buffer serves every format. Bytes in 0x3C..0x3F read as normal
   // numbers whether taken as BF16, F32 or MXFP4 scales, so no kernel meets
@@ -97,17 +111,63 @@ Result<KernelBenchReport> run_kernel_bench(const KernelBenchOptions& opt) {
       r.weight_bytes_per_s = double(r.weight_bytes) / r.seconds;
       r.gflops = 2.0 * double(rows) * double(cols) * double(T) / r.seconds * 1e-9;
       rep.rows.push_back(r);
-      // Re-measure the bandwidth between kernels and keep the best seen, so
-      // a busy moment during the first measurement cannot flatter the ratios.
-      const ReadBandwidth again = measure_read_bandwidth(bytes, pool, 2);
-      if (again.bytes_per_s > rep.membw.bytes_per_s) {
-        rep.membw.bytes_per_s = again.bytes_per_s;
-        rep.membw.cpu_share = again.cpu_share;
-      }
-      rep.membw.reps += again.reps;
+      remeasure();
     }
   }
-  for (auto& r : rep.rows) r.ratio_to_membw = r.weight_bytes_per_s / rep.membw.bytes_per_s;
+
+  // Routed experts: as many distinct experts as fill the weight buffer (so
+  // they stream from DRAM, as experts just read from a drive do), each
+  // thread taking whole experts in turn, W1 and W3 then W2 on T rows.
+  const size_t LT = opt.expert_latent, I = opt.expert_inter;
+  if (LT % 32 == 0 && I % 32 == 0 && LT > 0 && I > 0) {
+    const size_t mat_bytes = I * LT / 2 + I * LT / 32;
+    const size_t n_experts = std::max<size_t>(size_t(pool.size()) * 2, bytes / (3 * mat_bytes));
+    if (n_experts * 3 * mat_bytes <= bytes) {
+      const size_t maxTe = *std::max_element(opt.expert_Ts.begin(), opt.expert_Ts.end());
+      // W2's input is a normal-valued stand-in for the SiTU output: the
+      // buffer's tiny scales would make W1's outputs x W2 subnormal, which
+      // runs at another speed than real activations.
+      std::vector<float> Xe(maxTe * LT), Xi(maxTe * I), H1(size_t(pool.size()) * maxTe * I), H3(H1.size()),
+          Out(size_t(pool.size()) * maxTe * LT);
+      for (size_t i = 0; i < Xe.size(); ++i) Xe[i] = X[i % X.size()];
+      for (size_t i = 0; i < Xi.size(); ++i) Xi[i] = X[(i * 7) % X.size()];
+      for (size_t T : opt.expert_Ts) {
+        auto call = [&] {
+          std::atomic<size_t> next{0};
+          pool.parallel_for(size_t(pool.size()), 1, [&](size_t th, size_t) {
+            float* h1 = H1.data() + th * maxTe * I;
+            float* h3 = H3.data() + th * maxTe * I;
+            float* out = Out.data() + th * maxTe * LT;
+            for (size_t e = next++; e < n_experts; e = next++) {
+              const uint8_t* base = w.get() + e * 3 * mat_bytes;
+              auto mat = [&](int k) { return base + size_t(k) * mat_bytes; };
+              kernels::matmul_mxfp4(mat(0), mat(0) + I * LT / 2, I, LT, Xe.data(), T, h1, nullptr);
+              kernels::matmul_mxfp4(mat(1), mat(1) + I * LT / 2, I, LT, Xe.data(), T, h3, nullptr);
+              kernels::matmul_mxfp4(mat(2), mat(2) + I * LT / 2, LT, I, Xi.data(), T, out, nullptr);
+            }
+          });
+        };
+        KernelBenchRow r;
+        r.kernel = "expert";
+        r.T = T;
+        r.rows = I;
+        r.cols = LT;
+        r.weight_bytes = n_experts * 3 * mat_bytes;
+        const Timing tm = best_of(std::max(2, opt.reps / 2), opt.threads, call);
+        r.seconds = tm.seconds;
+        r.cpu_share = tm.cpu_share;
+        r.weight_bytes_per_s = double(r.weight_bytes) / r.seconds;
+        r.gflops = 3 * 2.0 * double(I) * double(LT) * double(T) * double(n_experts) / r.seconds * 1e-9;
+        rep.experts.push_back(r);
+        remeasure();
+      }
+    }
+  }
+  for (auto* list : {&rep.rows, &rep.experts})
+    for (auto& r : *list) {
+      r.ratio_to_membw = r.weight_bytes_per_s / rep.membw.bytes_per_s;
+      r.ratio_to_fma_peak = r.gflops * 1e9 / rep.fma.flops_per_s;
+    }
   return rep;
 }
 

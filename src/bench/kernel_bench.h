@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/fma_peak.h"
 #include "bench/membw.h"
 #include "core/result.h"
 
@@ -16,6 +17,10 @@ struct KernelBenchOptions {
   size_t cols = 7168;       // input width (a K3-like hidden size)
   int reps = 5;
   std::vector<size_t> Ts = {1, 16};
+  // Routed-expert products (W1, W3: [inter, latent]; W2: [latent, inter]) at
+  // these rows per expert, each thread taking whole experts as the MoE does.
+  size_t expert_latent = 3584, expert_inter = 3072;  // K3's expert shape
+  std::vector<size_t> expert_Ts = {1, 8, 16};
 };
 
 struct KernelBenchRow {
@@ -29,13 +34,17 @@ struct KernelBenchRow {
   // CPU time the process got during the best rep over wall time x threads:
   // well below 1 means other processes shared the cores and the rate is low.
   double cpu_share = 0;
+  double ratio_to_fma_peak = 0;  // gflops / the measured FMA peak
 };
 
 struct KernelBenchReport {
   std::string target;  // Highway target the kernels dispatched to
   int threads = 0;
   ReadBandwidth membw;  // best over a first measurement and one after each kernel
+  FmaPeak fma;          // best over a first measurement and one after each kernel
   std::vector<KernelBenchRow> rows;
+  // kernel "expert": one routed expert's three products per row set.
+  std::vector<KernelBenchRow> experts;
 };
 
 Result<KernelBenchReport> run_kernel_bench(const KernelBenchOptions& opt);

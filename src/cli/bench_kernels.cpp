@@ -16,6 +16,7 @@ struct BenchKernelsArgs {
   size_t mib = 256;
   int reps = 5;
   bool json = false;
+  size_t expert_latent = 3584, expert_inter = 3072;
 };
 
 // Rates divided by the cpu share: what the run would reach if it had its
@@ -30,6 +31,8 @@ int run(const BenchKernelsArgs& a) {
   opt.threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   opt.weight_mib = a.mib;
   opt.reps = a.reps;
+  opt.expert_latent = a.expert_latent;
+  opt.expert_inter = a.expert_inter;
   auto rep = bench::run_kernel_bench(opt);
   if (!rep.ok()) return fail(rep.message());
   const double gb = 1e9;
@@ -40,8 +43,11 @@ int run(const BenchKernelsArgs& a) {
     j["membw_read_bytes_per_s"] = rep->membw.bytes_per_s;
     j["membw_buffer_bytes"] = rep->membw.bytes;
     j["membw_cpu_share"] = rep->membw.cpu_share;
-    for (const auto& r : rep->rows)
-      j["kernels"].push_back({{"kernel", r.kernel},
+    j["fma_peak_flops_per_s"] = rep->fma.flops_per_s;
+    j["fma_peak_cpu_share"] = rep->fma.cpu_share;
+    for (const auto* list : {&rep->rows, &rep->experts})
+      for (const auto& r : *list)
+      j[list == &rep->rows ? "kernels" : "experts"].push_back({{"kernel", r.kernel},
                               {"T", r.T},
                               {"rows", r.rows},
                               {"cols", r.cols},
@@ -50,6 +56,7 @@ int run(const BenchKernelsArgs& a) {
                               {"weight_bytes_per_s", r.weight_bytes_per_s},
                               {"ratio_to_membw", r.ratio_to_membw},
                               {"gflops", r.gflops},
+                              {"ratio_to_fma_peak", r.ratio_to_fma_peak},
                               {"cpu_share", r.cpu_share},
                               {"cpu_normalised_bytes_per_s", r.weight_bytes_per_s / r.cpu_share},
                               {"cpu_normalised_ratio", cpu_ratio(*rep, r)}});
@@ -60,13 +67,18 @@ int run(const BenchKernelsArgs& a) {
   std::printf("memory read bandwidth: %.2f GB/s (best of %d reads of %.0f MiB, spread over the run; cpu share %.0f%%)\n",
               rep->membw.bytes_per_s / gb, rep->membw.reps, double(rep->membw.bytes) / (1 << 20),
               100 * rep->membw.cpu_share);
-  std::printf("%-6s %3s %7s %6s %9s %9s %11s %7s %8s %9s | %11s %7s\n", "kernel", "T", "rows", "cols", "weightMiB",
-              "ms", "weight GB/s", "of bw", "GFLOP/s", "cpu share", "GB/s/share", "of bw");
-  for (const auto& r : rep->rows)
-    std::printf("%-6s %3zu %7zu %6zu %9.1f %9.2f %11.2f %6.1f%% %8.1f %8.0f%% | %11.2f %6.1f%%\n", r.kernel.c_str(),
-                r.T, r.rows, r.cols, double(r.weight_bytes) / (1 << 20), r.seconds * 1e3, r.weight_bytes_per_s / gb,
-                100 * r.ratio_to_membw, r.gflops, 100 * r.cpu_share, r.weight_bytes_per_s / r.cpu_share / gb,
-                100 * cpu_ratio(*rep, r));
+  std::printf("fp32 FMA peak: %.1f GFLOP/s (%d threads, independent vector FMA chains; cpu share %.0f%%)\n",
+              rep->fma.flops_per_s / gb, rep->fma.threads, 100 * rep->fma.cpu_share);
+  std::printf("%-6s %3s %7s %6s %9s %9s %11s %7s %8s %7s %9s | %11s %7s\n", "kernel", "T", "rows", "cols", "weightMiB",
+              "ms", "weight GB/s", "of bw", "GFLOP/s", "of FMA", "cpu share", "GB/s/share", "of bw");
+  for (const auto* list : {&rep->rows, &rep->experts})
+    for (const auto& r : *list)
+      std::printf("%-6s %3zu %7zu %6zu %9.1f %9.2f %11.2f %6.1f%% %8.1f %6.1f%% %8.0f%% | %11.2f %6.1f%%\n",
+                  r.kernel.c_str(), r.T, r.rows, r.cols, double(r.weight_bytes) / (1 << 20), r.seconds * 1e3,
+                  r.weight_bytes_per_s / gb, 100 * r.ratio_to_membw, r.gflops, 100 * r.ratio_to_fma_peak,
+                  100 * r.cpu_share, r.weight_bytes_per_s / r.cpu_share / gb, 100 * cpu_ratio(*rep, r));
+  std::printf("expert: one routed expert's W1, W3 [rows=inter, cols=latent] and W2 [latent, inter] on T rows,\n"
+              "each thread taking whole experts (the MoE's decode and prefill split), experts streamed from DRAM.\n");
   std::printf("cpu share: CPU time the process got during the best rep / (wall time x threads). Below ~90%%,\n"
               "other processes shared the cores and the raw rates understate the kernels; the columns after\n"
               "'|' divide each rate (and the bandwidth) by its cpu share: an estimate, not a measurement.\n");
@@ -81,6 +93,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--mib", args.mib, "weight MiB per kernel and bandwidth buffer; keep it well above the LLC")
       ->check(CLI::Range(size_t(1), size_t(1) << 20));
   cmd->add_option("--reps", args.reps, "timed repetitions (best is reported)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--expert-latent", args.expert_latent, "routed-expert latent width (default: K3's 3584)");
+  cmd->add_option("--expert-inter", args.expert_inter, "routed-expert intermediate width (default: K3's 3072)");
   cmd->add_flag("--json", args.json, "print JSON instead of a table");
   cmd->callback([] { set_exit_code(run(args)); });
 }

@@ -18,6 +18,7 @@
 #define DELTAFIN_KERNELS_MATMUL_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -74,6 +75,96 @@ HWY_INLINE float Finish(const VF* acc) {
   return tree_sum(c);
 }
 
+// ---- The tree for many outputs at once. Where the lanes sit (position
+// order), the contract's tree is: a few vertical adds of whole vectors (the
+// levels that pair elements in different vectors), then, per remaining
+// vector, a halving fold of its lanes (lane m + lane m + N/2, then m + N/4,
+// ... down to one), and for the interleaved order a last add of the even and
+// the odd elements' sums. For AVX-512 (2 vectors of 16):
+//   identity:    fold(v0 + v1)             (level 16 pairs e[j] with e[j+16])
+//   interleaved: fold(v0) + fold(v1)       (v0 holds e[2l], v1 e[2l+1])
+// and for AVX2 (4 vectors of 8):
+//   identity:    fold((v0 + v2) + (v1 + v3))
+//   interleaved: fold(v0 + v2) + fold(v1 + v3)
+// Each add pairs the same two values as tree_sum does, and IEEE addition is
+// commutative, so the bits are tree_sum's. FoldBatch folds up to kFoldBatch
+// vectors with one shuffle network (each level halves the lanes of every
+// vector and packs two vectors into one), so a tile of outputs pays a few
+// vector instructions each instead of a scalar tree.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr size_t kFoldBatch = 16;
+// out[s] = fold(v[s]) for s < M (M <= 16).
+HWY_INLINE void FoldBatch(const VF* v, size_t M, float* out) {
+  __m512 a[16], b[8], c[4], d[2];
+  for (size_t s = 0; s < 16; ++s) a[s] = s < M ? v[s].raw : _mm512_setzero_ps();
+  // Lanes m + m+8: blocks (0,1) + (2,3); two vectors per result.
+  for (int i = 0; i < 8; ++i)
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+  // Lanes m + m+4 within each half: block 0 + 1, block 2 + 3.
+  for (int i = 0; i < 4; ++i)
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+  // Within each 128-bit block: lanes m + m+2, then m + m+1.
+  for (int i = 0; i < 2; ++i)
+    d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44),
+                         _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xEE));
+  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+  HWY_ALIGN float z[16];
+  _mm512_store_ps(z, e);
+  for (size_t s = 0; s < M; ++s) out[s] = z[4 * (s % 4) + s / 4];  // lane 4k + j holds source 4j + k
+}
+#elif HWY_TARGET == HWY_AVX2
+constexpr size_t kFoldBatch = 8;
+// out[s] = fold(v[s]) for s < M (M <= 8).
+HWY_INLINE void FoldBatch(const VF* v, size_t M, float* out) {
+  __m256 a[8], b[4], c[2];
+  for (size_t s = 0; s < 8; ++s) a[s] = s < M ? v[s].raw : _mm256_setzero_ps();
+  // Lanes m + m+4: the two 128-bit halves.
+  for (int i = 0; i < 4; ++i)
+    b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
+                         _mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x31));
+  for (int i = 0; i < 2; ++i)
+    c[i] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
+                         _mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0xEE));
+  const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], 0x88), _mm256_shuffle_ps(c[0], c[1], 0xDD));
+  HWY_ALIGN float z[8];
+  _mm256_store_ps(z, e);
+  for (size_t s = 0; s < M; ++s) out[s] = z[4 * (s % 2) + s / 2];  // lane 4k + j holds source 2j + k
+}
+#else
+constexpr size_t kFoldBatch = 0;  // other widths: the scalar tree per output
+#endif
+
+// out[q] = the contract's result of the q-th output's partial sums
+// acc[q * kVecs .. +kVecs) (position order), for Q outputs.
+template <bool kInterleaved>
+HWY_INLINE void FinishMany(const VF* acc, size_t Q, float* out) {
+  if constexpr (kFoldBatch == 0) {
+    for (size_t q = 0; q < Q; ++q) out[q] = Finish<kInterleaved>(acc + q * kVecs);
+  } else {
+    constexpr size_t S = kInterleaved ? 2 : 1;  // vectors to fold per output
+    for (size_t q = 0; q < Q;) {
+      const size_t n = std::min(Q - q, kFoldBatch / S);
+      VF src[kFoldBatch];
+      for (size_t i = 0; i < n; ++i) {
+        const VF* a = acc + (q + i) * kVecs;
+        if constexpr (kVecs == 2) {
+          if constexpr (kInterleaved) src[2 * i] = a[0], src[2 * i + 1] = a[1];
+          else src[i] = hn::Add(a[0], a[1]);
+        } else {  // kVecs == 4 (kFoldBatch is set for AVX-512 and AVX2 only)
+          if constexpr (kInterleaved) src[2 * i] = hn::Add(a[0], a[2]), src[2 * i + 1] = hn::Add(a[1], a[3]);
+          else src[i] = hn::Add(hn::Add(a[0], a[2]), hn::Add(a[1], a[3]));
+        }
+      }
+      float folded[kFoldBatch];
+      FoldBatch(src, n * S, folded);
+      for (size_t i = 0; i < n; ++i) out[q + i] = S == 2 ? folded[2 * i] + folded[2 * i + 1] : folded[i];
+      q += n;
+    }
+  }
+}
+
 // ---- Tile prefetch. A tile of R output rows walks R contiguous weight rows
 // group by group. At step g it asks L2 (prefetcht1) for the bytes the NEXT
 // tile will read at its step g, so the data arrives one tile ahead at the
@@ -116,8 +207,11 @@ struct F32Rows {
     }
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
+  const float* row_data(size_t o) const { return W + o * cols; }
   static constexpr bool kPrefetch = false;
   static constexpr bool kCostlyDecode = false;
+  static constexpr bool kInPlace = true;      // rows of whole groups need no panel
+  static constexpr size_t kPanelMinT = 2;
 };
 
 struct Bf16Rows {
@@ -158,6 +252,8 @@ struct Bf16Rows {
   }
   static constexpr bool kPrefetch = true;
   static constexpr bool kCostlyDecode = false;
+  static constexpr bool kInPlace = false;
+  static constexpr size_t kPanelMinT = 3;
 };
 
 // Row-int8: w = float(q) * row scale, in contract (identity) order. The
@@ -193,6 +289,8 @@ struct I8Rows {
   };
   Row row(size_t o) const { return Row{q + o * cols, f16_to_f32(scales[o]), cols}; }
   static constexpr bool kPrefetch = true;
+  static constexpr bool kInPlace = false;
+  static constexpr size_t kPanelMinT = 3;
 };
 
 // 2^(s-127) for every scale byte, computed by the same function as the scalar
@@ -292,6 +390,8 @@ struct Mxfp4Rows {
   }
   static constexpr bool kPrefetch = false;  // per tile instead
   static constexpr bool kCostlyDecode = true;
+  static constexpr bool kInPlace = false;
+  static constexpr size_t kPanelMinT = 3;
 };
 
 // ---- The tiled product: R output rows x TT input rows share each decoded
@@ -337,8 +437,10 @@ HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, s
     for (size_t r = 0; r < R; ++r) row[r].LoadTail(full_groups, w[r]);
     Accumulate<R, TT>(w, x + full_groups * kLanes, stride, acc);
   }
+  float out[R * TT];
+  FinishMany<Rows::kInterleaved>(&acc[0][0][0], R * TT, out);
   for (size_t r = 0; r < R; ++r)
-    for (size_t t = 0; t < TT; ++t) Y[(t0 + t) * rows + o0 + r] = Finish<Rows::kInterleaved>(acc[r][t]);
+    for (size_t t = 0; t < TT; ++t) Y[(t0 + t) * rows + o0 + r] = out[r * TT + t];
 }
 
 // Tile shapes that fit the register file: AVX-512 has 32 vector registers
@@ -369,9 +471,39 @@ void RowBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t ful
 }
 
 // X in the decoder's position order, zero-padded to whole groups; built once
-// per call by the calling thread and shared read-only by the workers.
+// per call (split over the pool's threads when large) and shared read-only
+// by the workers. The interleaved order takes the even and the odd elements
+// of each 2N-element chunk (ConcatEven / ConcatOdd), a permutation.
 template <bool kInterleaved>
-const float* PrepareX(const float* X, size_t T, size_t cols, size_t groups) {
+void PrepareXRows(const float* X, size_t t0, size_t t1, size_t cols, size_t groups, float* buf) {
+  const DF df;
+  const size_t stride = groups * kLanes, full = cols / kLanes;
+  for (size_t t = t0; t < t1; ++t) {
+    const float* x = X + t * cols;
+    float* out = buf + t * stride;
+    for (size_t g = 0; g < full; ++g) {
+      const float* xg = x + g * kLanes;
+      float* og = out + g * kLanes;
+      if constexpr (kInterleaved) {
+        for (size_t c = 0; c < kVecs / 2; ++c) {
+          const VF lo = hn::LoadU(df, xg + 2 * c * N), hi = hn::LoadU(df, xg + 2 * c * N + N);
+          hn::Store(hn::ConcatEven(df, hi, lo), df, og + 2 * c * N);
+          hn::Store(hn::ConcatOdd(df, hi, lo), df, og + (2 * c + 1) * N);
+        }
+      } else {
+        for (size_t v = 0; v < kVecs; ++v) hn::Store(hn::LoadU(df, xg + v * N), df, og + v * N);
+      }
+    }
+    for (size_t g = full; g < groups; ++g)
+      for (size_t p = 0; p < kLanes; ++p) {
+        const size_t i = g * kLanes + (kInterleaved ? interleaved_element(p) : p);
+        out[g * kLanes + p] = i < cols ? x[i] : 0.0f;
+      }
+  }
+}
+
+template <bool kInterleaved>
+const float* PrepareX(const float* X, size_t T, size_t cols, size_t groups, ThreadPool* pool) {
   thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
   thread_local size_t capacity = 0;
   const size_t stride = groups * kLanes;
@@ -379,16 +511,175 @@ const float* PrepareX(const float* X, size_t T, size_t cols, size_t groups) {
     buf = hwy::AllocateAligned<float>(T * stride);
     capacity = T * stride;
   }
-  for (size_t t = 0; t < T; ++t) {
-    const float* x = X + t * cols;
-    float* out = buf.get() + t * stride;
-    for (size_t g = 0; g < groups; ++g)
-      for (size_t p = 0; p < kLanes; ++p) {
-        const size_t i = g * kLanes + (kInterleaved ? interleaved_element(p) : p);
-        out[g * kLanes + p] = i < cols ? x[i] : 0.0f;
+  float* out = buf.get();
+  if (pool && T >= 8 && T * stride >= (size_t(1) << 16))
+    pool->parallel_for(T, 1, [&](size_t b, size_t e) { PrepareXRows<kInterleaved>(X, b, e, cols, groups, out); });
+  else
+    PrepareXRows<kInterleaved>(X, 0, T, cols, groups, out);
+  return out;
+}
+
+// ---- Many input rows: decode a panel of weight rows once into fp32 (in
+// position order, zero-padded to whole groups) and reuse it for every input
+// row. The micro-kernel then only loads and multiplies: kPanelR x kPanelT
+// outputs per tile, X vectors held in registers, each weight vector loaded
+// once per tile and used kPanelT times. The FMAs per output are the
+// contract's, in its order, so the panel changes no value.
+// AVX-512: 6 x 2 tiles hold 24 partial-sum vectors, the 4 input vectors
+// and one weight vector in registers; each weight vector is loaded once for
+// 2 FMAs and each input vector once for 6. AVX2 (16 registers): 3 x 1.
+constexpr size_t kPanelR = kVecs == 2 ? 6 : 3;     // weight rows per tile
+constexpr size_t kPanelT = kVecs == 2 ? 2 : 1;     // input rows per tile
+constexpr size_t kPanelBytes = size_t(192) << 10;  // decoded panel (stays in L2)
+// Columns are taken in chunks of kPanelK groups so that a tile's weight
+// rows (reused by every input tile) and the input rows stay in L1.
+constexpr size_t kPanelK = 24;
+
+// Keeps a loaded vector in a register: without it the compiler may fold the
+// load into each FMA that uses it (one load per use instead of one).
+HWY_INLINE VF InRegister(VF v) {
+#if HWY_ARCH_X86
+  asm("" : "+v"(v.raw));
+#endif
+  return v;
+}
+
+// One tile over groups [g0, g1). The R x TT outputs' partial sums start at
+// zero (kFirst) or come from `sums` ([t][r][v], the previous column chunk:
+// a store and a reload are exact); after the last chunk they are folded
+// into Y, otherwise stored back.
+template <size_t R, size_t TT, bool kInterleaved, bool kFirst, bool kLast>
+HWY_INLINE void PanelTile(const float* W, size_t wstride, const float* x, size_t xstride, size_t g0, size_t g1,
+                          VF* sums, float* Y, size_t rows, size_t o0, size_t t0) {
+  const DF df;
+  VF acc[R][TT][kVecs];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t t = 0; t < TT; ++t)
+      for (size_t v = 0; v < kVecs; ++v) acc[r][t][v] = kFirst ? hn::Zero(df) : sums[(t * R + r) * kVecs + v];
+  for (size_t g = g0; g < g1; ++g) {
+    VF xv[TT][kVecs];
+    for (size_t t = 0; t < TT; ++t)
+      for (size_t v = 0; v < kVecs; ++v) xv[t][v] = hn::Load(df, x + t * xstride + g * kLanes + v * N);
+    for (size_t r = 0; r < R; ++r)
+      for (size_t v = 0; v < kVecs; ++v) {
+        const VF wv = InRegister(hn::LoadU(df, W + r * wstride + g * kLanes + v * N));
+        for (size_t t = 0; t < TT; ++t) acc[r][t][v] = hn::MulAdd(wv, xv[t][v], acc[r][t][v]);
       }
   }
-  return buf.get();
+  if constexpr (kLast) {
+    float out[R * TT];
+    FinishMany<kInterleaved>(&acc[0][0][0], R * TT, out);
+    for (size_t r = 0; r < R; ++r)
+      for (size_t t = 0; t < TT; ++t) Y[(t0 + t) * rows + o0 + r] = out[r * TT + t];
+  } else {
+    for (size_t r = 0; r < R; ++r)
+      for (size_t t = 0; t < TT; ++t)
+        for (size_t v = 0; v < kVecs; ++v) sums[(t * R + r) * kVecs + v] = acc[r][t][v];
+  }
+}
+
+template <size_t R, size_t TT, bool kInterleaved>
+HWY_INLINE void PanelChunk(const float* W, size_t wstride, const float* x, size_t xstride, size_t g0, size_t g1,
+                           size_t groups, VF* sums, float* Y, size_t rows, size_t o0, size_t t0) {
+  const bool first = g0 == 0, last = g1 == groups;
+  if (first && last)
+    PanelTile<R, TT, kInterleaved, true, true>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+  else if (first)
+    PanelTile<R, TT, kInterleaved, true, false>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+  else if (last)
+    PanelTile<R, TT, kInterleaved, false, true>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+  else
+    PanelTile<R, TT, kInterleaved, false, false>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+}
+
+// All T input rows against R weight rows (position order, `wstride` floats
+// apart): column chunk by column chunk, each chunk's weight rows reused by
+// every input tile. `sums` holds T x R x kVecs vectors.
+template <size_t R, bool kInterleaved>
+HWY_NOINLINE void PanelRows(const float* W, size_t wstride, const float* Xp, size_t T, size_t groups, float* Y,
+                            size_t rows, size_t o0, VF* sums) {
+  const size_t xstride = groups * kLanes;
+  for (size_t g0 = 0; g0 < groups; g0 += kPanelK) {
+    const size_t g1 = std::min(groups, g0 + kPanelK);
+    size_t t = 0;
+    for (; t + kPanelT <= T; t += kPanelT)
+      PanelChunk<R, kPanelT, kInterleaved>(W, wstride, Xp + t * xstride, xstride, g0, g1, groups,
+                                           sums + t * R * kVecs, Y, rows, o0, t);
+    for (; t < T; ++t)
+      PanelChunk<R, 1, kInterleaved>(W, wstride, Xp + t * xstride, xstride, g0, g1, groups, sums + t * R * kVecs, Y,
+                                     rows, o0, t);
+  }
+}
+
+// `n` (< kPanelR) leftover weight rows.
+template <bool kInterleaved>
+void PanelRowsTail(size_t n, const float* W, size_t wstride, const float* Xp, size_t T, size_t groups, float* Y,
+                   size_t rows, size_t o0, VF* sums) {
+  switch (n) {
+    case 1: return PanelRows<1, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
+    case 2: return PanelRows<2, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
+    case 3: return PanelRows<3, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
+    case 4: return PanelRows<4, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
+    case 5: return PanelRows<5, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
+    default:
+      for (size_t r = 0; r < n; ++r)
+        PanelRows<1, kInterleaved>(W + r * wstride, wstride, Xp, T, groups, Y, rows, o0 + r, sums);
+  }
+}
+
+// Rows [b, e) of the product through decoded panels. F32 weights whose rows
+// are whole groups are used in place (nothing to decode).
+template <class Rows>
+void PanelBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t full_groups, const float* Xp,
+                size_t T, size_t rows, float* Y) {
+  constexpr bool kIl = Rows::kInterleaved;
+  const size_t stride = groups * kLanes;
+  // Partial sums carried between column chunks: [T][kPanelR][kVecs].
+  thread_local hwy::AlignedFreeUniquePtr<float[]> sums_buf;
+  thread_local size_t sums_cap = 0;
+  if (sums_cap < T * kPanelR * kLanes) {
+    sums_buf = hwy::AllocateAligned<float>(T * kPanelR * kLanes);
+    sums_cap = T * kPanelR * kLanes;
+  }
+  VF* sums = reinterpret_cast<VF*>(sums_buf.get());
+  if constexpr (Rows::kInPlace) {
+    if (full_groups == groups) {
+      size_t o = b;
+      for (; o + kPanelR <= e; o += kPanelR)
+        PanelRows<kPanelR, kIl>(rows_of.row_data(o), stride, Xp, T, groups, Y, rows, o, sums);
+      if (o < e) PanelRowsTail<kIl>(e - o, rows_of.row_data(o), stride, Xp, T, groups, Y, rows, o, sums);
+      return;
+    }
+  }
+  size_t P = kPanelBytes / (stride * sizeof(float)) / kPanelR * kPanelR;
+  P = std::min<size_t>(std::max<size_t>(P, kPanelR), 8 * kPanelR);
+  thread_local hwy::AlignedFreeUniquePtr<float[]> panel;
+  thread_local size_t capacity = 0;
+  if (capacity < P * stride) {
+    panel = hwy::AllocateAligned<float>(P * stride);
+    capacity = P * stride;
+  }
+  const DF df;
+  for (size_t o0 = b; o0 < e; o0 += P) {
+    const size_t n = std::min(P, e - o0);
+    for (size_t r = 0; r < n; ++r) {
+      const typename Rows::Row row = rows_of.row(o0 + r);
+      float* dst = panel.get() + r * stride;
+      VF w[kVecs];
+      for (size_t g = 0; g < full_groups; ++g) {
+        row.Load(g, w);
+        for (size_t v = 0; v < kVecs; ++v) hn::Store(w[v], df, dst + g * kLanes + v * N);
+      }
+      if (full_groups < groups) {
+        row.LoadTail(full_groups, w);
+        for (size_t v = 0; v < kVecs; ++v) hn::Store(w[v], df, dst + full_groups * kLanes + v * N);
+      }
+    }
+    size_t r = 0;
+    for (; r + kPanelR <= n; r += kPanelR)
+      PanelRows<kPanelR, kIl>(panel.get() + r * stride, stride, Xp, T, groups, Y, rows, o0 + r, sums);
+    if (r < n) PanelRowsTail<kIl>(n - r, panel.get() + r * stride, stride, Xp, T, groups, Y, rows, o0 + r, sums);
+  }
 }
 
 constexpr size_t kGrain = 16;  // a multiple of every tile height
@@ -398,10 +689,12 @@ void Run(const Rows& rows_of, size_t rows, size_t cols, const float* X, size_t T
   if (rows == 0 || T == 0) return;
   const size_t groups = (cols + kLanes - 1) / kLanes;
   const size_t full_groups = cols / kLanes;
-  const float* Xp = PrepareX<Rows::kInterleaved>(X, T, cols, groups);
+  const float* Xp = PrepareX<Rows::kInterleaved>(X, T, cols, groups, pool);
   auto body = [&](size_t b, size_t e) {
     if (T == 1)
       RowBlock<Rows, kRowsT1, 1>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+    else if (T >= Rows::kPanelMinT)
+      PanelBlock<Rows>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
     else
       RowBlock<Rows, kRowsTn<Rows>, kTileT<Rows>>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
   };
@@ -445,7 +738,9 @@ float DotF32(const float* a, const float* b, size_t n) {
     for (size_t v = 0; v < kVecs; ++v)
       acc[v] = hn::MulAdd(hn::Load(df, ta + v * N), hn::Load(df, tb + v * N), acc[v]);
   }
-  return Finish<false>(acc);
+  float out;
+  FinishMany<false>(acc, 1, &out);
+  return out;
 }
 
 #else  // !DF_KERNEL_SIMD: the scalar contract, row-parallel.

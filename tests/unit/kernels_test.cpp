@@ -132,7 +132,11 @@ void check_all(const std::string& what, size_t rows, size_t cols, const std::vec
 }
 
 void check_current_target(Pools& pools, std::mt19937& rng) {
-  const std::vector<std::pair<size_t, size_t>> shapes = {{1, 1}, {5, 31}, {17, 32}, {33, 33}, {40, 100}, {19, 257}};
+  // The last two span several column chunks of the many-row panel path
+  // (kPanelK groups each) with a partial last group and row counts that
+  // leave every tail tile height.
+  const std::vector<std::pair<size_t, size_t>> shapes = {{1, 1},   {5, 31},   {17, 32}, {33, 33},
+                                                         {40, 100}, {19, 257}, {23, 801}, {11, 1600}};
   for (auto [rows, cols] : shapes) {
     const auto X = wild_floats(33 * cols, rng);
     const auto Wf = wild_floats(rows * cols, rng);
@@ -151,7 +155,7 @@ void check_current_target(Pools& pools, std::mt19937& rng) {
         },
         [&](const float* x, size_t T, float* y) { scalar::matmul_i8(Wq.q.data(), Wq.scales.data(), rows, cols, x, T, y); });
   }
-  const std::vector<std::pair<size_t, size_t>> mx_shapes = {{1, 32}, {7, 64}, {18, 96}, {37, 320}};
+  const std::vector<std::pair<size_t, size_t>> mx_shapes = {{1, 32}, {7, 64}, {18, 96}, {37, 320}, {29, 1600}};
   for (auto [rows, cols] : mx_shapes) {
     const auto X = wild_floats(33 * cols, rng);
     const auto m = wild_mxfp4(rows, cols, rng);
