@@ -186,6 +186,11 @@ HWY_INLINE void PrefetchTileStep(const uint8_t* next_tile, size_t g) {
   }
 }
 
+// How far ahead (bytes) the T = 1 tiles ask for weights, at least one tile:
+// rows of a few hundred bytes (small experts) are otherwise asked for too
+// late (docs/KERNELS.md).
+constexpr size_t kPrefetchAheadBytes = 4096;
+
 // ---- Weight decoders: row(o) gives a Row whose Load(group, w) writes the
 // group's kVecs weight vectors in position order; LoadTail handles a partial
 // last group (zeros past cols).
@@ -208,6 +213,7 @@ struct F32Rows {
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
   const float* row_data(size_t o) const { return W + o * cols; }
+  static size_t RowBytes(size_t groups) { return groups * kLanes * 4; }
   static constexpr bool kPrefetch = false;
   static constexpr bool kCostlyDecode = false;
   static constexpr bool kInPlace = true;      // rows of whole groups need no panel
@@ -243,6 +249,7 @@ struct Bf16Rows {
     HWY_INLINE void Prefetch(size_t g) const { hwy::Prefetch(w + (g + 16) * kLanes); }  // 1 KiB ahead
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
+  static size_t RowBytes(size_t groups) { return groups * kLanes * 2; }
   // T = 1 tiles fetch the next tile, one stream per row; the compute-bound
   // T > 1 tiles keep Row::Prefetch, which measured faster there.
   template <size_t R>
@@ -288,6 +295,7 @@ struct I8Rows {
     }
   };
   Row row(size_t o) const { return Row{q + o * cols, f16_to_f32(scales[o]), cols}; }
+  static size_t RowBytes(size_t groups) { return groups * kLanes; }
   static constexpr bool kPrefetch = true;
   static constexpr bool kInPlace = false;
   static constexpr size_t kPanelMinT = 3;
@@ -378,6 +386,7 @@ struct Mxfp4Rows {
     void LoadTail(size_t g, VF* w) const { Load(g, w); }  // cols % 32 == 0: never partial
   };
   Row row(size_t o) const { return Row{packed + o * (cols / 2), scales + o * (cols / kLanes), e8m0}; }
+  static size_t RowBytes(size_t groups) { return groups * (kLanes / 2 + 1); }
   // Blocks and scales are two row-major arrays: 16 bytes and 1 byte per group.
   // The next tile's blocks as R streams, one per row (median +9% over a
   // single linear stream of the same bytes, docs/KERNELS.md; our guess is
@@ -409,7 +418,7 @@ HWY_INLINE void Accumulate(const VF (&w)[R][kVecs], const float* x, size_t strid
 
 template <class Rows, size_t R, size_t TT>
 HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, size_t full_groups,
-                     const float* Xp, size_t rows, float* Y) {
+                     const float* Xp, size_t rows, float* Y, size_t ahead = 1) {
   const DF df;
   const size_t stride = groups * kLanes;
   const float* x = Xp + t0 * stride;
@@ -424,7 +433,7 @@ HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, s
   constexpr bool kTilePrefetch =
       requires { rows_of.template PrefetchTile<R>(o0, size_t(0)); } && (TT == 1 || !Rows::kPrefetch);
   for (size_t g = 0; g < full_groups; ++g) {
-    if constexpr (kTilePrefetch) rows_of.template PrefetchTile<R>(o0 + R, g);
+    if constexpr (kTilePrefetch) rows_of.template PrefetchTile<R>(o0 + R * ahead, g);
     VF w[R][kVecs];
     for (size_t r = 0; r < R; ++r) {
       if constexpr (Rows::kPrefetch && !kTilePrefetch) row[r].Prefetch(g);
@@ -457,10 +466,14 @@ constexpr size_t kTileT = kVecs == 2 && Rows::kCostlyDecode ? 4 : 2;
 template <class Rows, size_t R, size_t TT>
 void RowBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t full_groups, const float* Xp, size_t T,
               size_t rows, float* Y) {
+  // Short rows: prefetch several tiles ahead, so the bytes asked for are
+  // about kPrefetchAheadBytes ahead of those being read.
+  const size_t tile_bytes = R * Rows::RowBytes(groups);
+  const size_t ahead = std::max<size_t>(1, (kPrefetchAheadBytes + tile_bytes - 1) / tile_bytes);
   size_t o = b;
   for (; o + R <= e; o += R) {
     size_t t = 0;
-    for (; t + TT <= T; t += TT) Tile<Rows, R, TT>(rows_of, o, t, groups, full_groups, Xp, rows, Y);
+    for (; t + TT <= T; t += TT) Tile<Rows, R, TT>(rows_of, o, t, groups, full_groups, Xp, rows, Y, ahead);
     for (; t < T; ++t) Tile<Rows, R, 1>(rows_of, o, t, groups, full_groups, Xp, rows, Y);
   }
   for (; o < e; ++o) {
@@ -684,43 +697,89 @@ void PanelBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t f
 
 constexpr size_t kGrain = 16;  // a multiple of every tile height
 
+// Rows [b, e) of one product, by the shape of the call: T = 1 tiles several
+// rows per X load; a few input rows share each decoded weight group in
+// registers; many input rows go through decoded panels.
 template <class Rows>
-void Run(const Rows& rows_of, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
-  if (rows == 0 || T == 0) return;
-  const size_t groups = (cols + kLanes - 1) / kLanes;
-  const size_t full_groups = cols / kLanes;
-  const float* Xp = PrepareX<Rows::kInterleaved>(X, T, cols, groups, pool);
+void Block(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t full_groups, const float* Xp, size_t T,
+           size_t rows, float* Y) {
+  if (T == 1)
+    RowBlock<Rows, kRowsT1, 1>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+  else if (T >= Rows::kPanelMinT)
+    PanelBlock<Rows>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+  else
+    RowBlock<Rows, kRowsTn<Rows>, kTileT<Rows>>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+}
+
+inline bool InterleavedFormat(WeightFormat f) { return f == WeightFormat::kBf16 || f == WeightFormat::kMxfp4; }
+
+void MatmulGroup(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float* X, size_t T, ThreadPool* pool) {
+  if (T == 0 || n_jobs == 0) return;
+  const size_t groups = (cols + kLanes - 1) / kLanes, full_groups = cols / kLanes;
+  size_t total = 0;
+  bool want_il = false, want_id = false;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    total += jobs[j].rows;
+    (InterleavedFormat(jobs[j].format) ? want_il : want_id) = true;
+  }
+  if (total == 0) return;
+  // The two orders live in different thread-local buffers.
+  const float* Xil = want_il ? PrepareX<true>(X, T, cols, groups, pool) : nullptr;
+  const float* Xid = want_id ? PrepareX<false>(X, T, cols, groups, pool) : nullptr;
+  const E8M0Table* e8m0 = &e8m0_table();
   auto body = [&](size_t b, size_t e) {
-    if (T == 1)
-      RowBlock<Rows, kRowsT1, 1>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
-    else if (T >= Rows::kPanelMinT)
-      PanelBlock<Rows>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
-    else
-      RowBlock<Rows, kRowsTn<Rows>, kTileT<Rows>>(rows_of, b, e, groups, full_groups, Xp, T, rows, Y);
+    size_t first = 0;  // global row index of job j's row 0
+    for (size_t j = 0; j < n_jobs && first < e; first += jobs[j].rows, ++j) {
+      const MatmulJob& job = jobs[j];
+      const size_t lo = std::max(b, first), hi = std::min(e, first + job.rows);
+      if (lo >= hi) continue;
+      const size_t lb = lo - first, le = hi - first;
+      switch (job.format) {
+        case WeightFormat::kF32:
+          Block(F32Rows{static_cast<const float*>(job.w), cols}, lb, le, groups, full_groups, Xid, T, job.rows, job.Y);
+          break;
+        case WeightFormat::kBf16:
+          Block(Bf16Rows{static_cast<const uint16_t*>(job.w), cols}, lb, le, groups, full_groups, Xil, T, job.rows,
+                job.Y);
+          break;
+        case WeightFormat::kI8:
+          Block(I8Rows{static_cast<const int8_t*>(job.w), static_cast<const uint16_t*>(job.scales), cols}, lb, le,
+                groups, full_groups, Xid, T, job.rows, job.Y);
+          break;
+        case WeightFormat::kMxfp4:
+          Block(Mxfp4Rows{static_cast<const uint8_t*>(job.w), static_cast<const uint8_t*>(job.scales), cols, e8m0},
+                lb, le, groups, full_groups, Xil, T, job.rows, job.Y);
+          break;
+      }
+    }
   };
   if (pool)
-    pool->parallel_for(rows, kGrain, body);
+    pool->parallel_for(total, kGrain, body);
   else
-    body(0, rows);
+    body(0, total);
 }
 
 void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
-  Run(F32Rows{W, cols}, rows, cols, X, T, Y, pool);
+  const MatmulJob job{WeightFormat::kF32, W, nullptr, rows, Y};
+  MatmulGroup(&job, 1, cols, X, T, pool);
 }
 
 void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t T, float* Y, ThreadPool* pool) {
-  Run(Bf16Rows{W, cols}, rows, cols, X, T, Y, pool);
+  const MatmulJob job{WeightFormat::kBf16, W, nullptr, rows, Y};
+  MatmulGroup(&job, 1, cols, X, T, pool);
 }
 
 void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t T,
                  float* Y, ThreadPool* pool) {
   if (cols % kLanes != 0) return scalar_rows_mxfp4(packed, scales, rows, cols, X, T, Y, pool);
-  Run(Mxfp4Rows{packed, scales, cols, &e8m0_table()}, rows, cols, X, T, Y, pool);
+  const MatmulJob job{WeightFormat::kMxfp4, packed, scales, rows, Y};
+  MatmulGroup(&job, 1, cols, X, T, pool);
 }
 
 void MatmulI8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols, const float* X, size_t T, float* Y,
               ThreadPool* pool) {
-  Run(I8Rows{q, scales, cols}, rows, cols, X, T, Y, pool);
+  const MatmulJob job{WeightFormat::kI8, q, scales, rows, Y};
+  MatmulGroup(&job, 1, cols, X, T, pool);
 }
 
 float DotF32(const float* a, const float* b, size_t n) {
@@ -760,6 +819,22 @@ void MatmulI8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols,
   scalar_rows_i8(q, scales, rows, cols, X, T, Y, pool);
 }
 float DotF32(const float* a, const float* b, size_t n) { return scalar::dot_f32(a, b, n); }
+void MatmulGroup(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float* X, size_t T, ThreadPool* pool) {
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const MatmulJob& m = jobs[j];
+    switch (m.format) {
+      case WeightFormat::kF32: MatmulF32(static_cast<const float*>(m.w), m.rows, cols, X, T, m.Y, pool); break;
+      case WeightFormat::kBf16: MatmulBf16(static_cast<const uint16_t*>(m.w), m.rows, cols, X, T, m.Y, pool); break;
+      case WeightFormat::kI8:
+        MatmulI8(static_cast<const int8_t*>(m.w), static_cast<const uint16_t*>(m.scales), m.rows, cols, X, T, m.Y, pool);
+        break;
+      case WeightFormat::kMxfp4:
+        MatmulMxfp4(static_cast<const uint8_t*>(m.w), static_cast<const uint8_t*>(m.scales), m.rows, cols, X, T, m.Y,
+                    pool);
+        break;
+    }
+  }
+}
 
 #endif  // DF_KERNEL_SIMD
 

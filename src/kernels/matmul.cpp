@@ -24,6 +24,7 @@ HWY_EXPORT(MatmulBf16);
 HWY_EXPORT(MatmulMxfp4);
 HWY_EXPORT(MatmulI8);
 HWY_EXPORT(DotF32);
+HWY_EXPORT(MatmulGroup);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(UsesSimd);
 
@@ -47,6 +48,24 @@ void matmul_i8(const int8_t* q, const uint16_t* scales_f16, size_t rows, size_t 
 }
 
 float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n); }
+
+void matmul_group(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float* X, size_t T, ThreadPool* pool) {
+  for (size_t j = 0; j < n_jobs; ++j)
+    if (jobs[j].format == WeightFormat::kMxfp4 && cols % kLanes != 0) {
+      // The SIMD decoder needs whole groups: such a group runs one product at
+      // a time (MXFP4 through the scalar contract).
+      for (size_t i = 0; i < n_jobs; ++i) {
+        const MatmulJob& m = jobs[i];
+        if (m.format == WeightFormat::kMxfp4)
+          scalar_rows_mxfp4(static_cast<const uint8_t*>(m.w), static_cast<const uint8_t*>(m.scales), m.rows, cols, X,
+                            T, m.Y, pool);
+        else
+          HWY_DYNAMIC_DISPATCH(MatmulGroup)(&m, 1, cols, X, T, pool);
+      }
+      return;
+    }
+  HWY_DYNAMIC_DISPATCH(MatmulGroup)(jobs, n_jobs, cols, X, T, pool);
+}
 
 std::vector<int64_t> kernel_targets() { return hwy::SupportedAndGeneratedTargets(); }
 const char* kernel_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

@@ -37,6 +37,20 @@ void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, siz
 void matmul_i8(const int8_t* q, const uint16_t* scales_f16, size_t rows, size_t cols, const float* X, size_t T,
                float* Y, ThreadPool* pool);
 
+// Several products of the same X (say q, k, v and g projections of one
+// input): X is put in each order it is needed in once, and one dispatch
+// splits the rows of all of them over the threads. Every output is what the
+// single-matrix call gives.
+enum class WeightFormat : uint8_t { kF32, kBf16, kMxfp4, kI8 };
+struct MatmulJob {
+  WeightFormat format = WeightFormat::kF32;
+  const void* w = nullptr;       // F32, BF16, MXFP4 blocks [rows, cols/2] or int8 [rows, cols]
+  const void* scales = nullptr;  // MXFP4: E8M0 [rows, cols/32]; row-int8: F16 [rows]; else null
+  size_t rows = 0;
+  float* Y = nullptr;            // [T][rows]
+};
+void matmul_group(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float* X, size_t T, ThreadPool* pool);
+
 // A single dot product with the same order (used for attention and norms of
 // small vectors where a matrix product does not fit).
 float dot_f32(const float* a, const float* b, size_t n);

@@ -1,35 +1,23 @@
 #include "model/attnres.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "kernels/matmul.h"
-#include "model/layer_ops.h"
+#include "kernels/ops.h"
 
 namespace deltafin {
 
-void depth_mix(const std::vector<const float*>& anchor_values, const std::vector<const float*>& anchor_keys,
-               const float* current, const float* c, size_t n, float eps, float* key_scratch, float* out) {
-  const size_t N = anchor_values.size() + 1;
-  float scores[64];
-  ops::rms_norm(current, nullptr, n, eps, key_scratch);
-  float mx = -INFINITY;
+void depth_mix(const AnchorRow& a, const float* current, const float* c, size_t dim, float eps, float* key_scratch,
+               float* out) {
+  const size_t N = a.count + 1;
+  float scores[kMaxAnchors + 1];
+  const float* values[kMaxAnchors + 1];
+  ops::rms_norm(current, nullptr, dim, eps, key_scratch);
   for (size_t i = 0; i < N; ++i) {
-    const float* key = i + 1 < N ? anchor_keys[i] : key_scratch;
-    scores[i] = kernels::dot_f32(key, c, n);
-    mx = std::max(mx, scores[i]);
+    const float* key = i < a.count ? a.keys + i * dim : key_scratch;
+    scores[i] = kernels::dot_f32(key, c, dim);
+    values[i] = i < a.count ? a.values + i * dim : current;
   }
-  float sum = 0.0f;
-  for (size_t i = 0; i < N; ++i) {
-    scores[i] = std::exp(scores[i] - mx);
-    sum = sum + scores[i];
-  }
-  std::fill(out, out + n, 0.0f);
-  for (size_t i = 0; i < N; ++i) {
-    const float a = scores[i] / sum;
-    const float* v = i + 1 < N ? anchor_values[i] : current;
-    for (size_t d = 0; d < n; ++d) out[d] = out[d] + a * v[d];
-  }
+  const float sum = ops::softmax_exp(scores, N);
+  ops::softmax_mix(scores, sum, N, values, dim, out);
 }
 
 }  // namespace deltafin

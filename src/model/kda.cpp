@@ -1,119 +1,175 @@
-// Kimi Delta Attention (spec §2.4; A_log per head, ARCHITECTURE §7).
-// Projections run batched over the T rows; the recurrence runs token by token
-// in fixed order, so a row's result is the same in any block.
+// Kimi Delta Attention (docs/ENGINE.md; A_log per head). The projections run
+// batched over the T rows; the short conv runs per channel over the rows in
+// order; the delta-rule recurrence runs per head over the rows in order. So
+// a row's result is the same in any block, and one dispatch covers a block.
 #include <cmath>
+#include <cstring>
 
-#include "model/layer_ops.h"
+#include "kernels/ops.h"
+#include "kernels/vec.h"
 #include "model/layers.h"
+#include "model/matrix_ops.h"
 
 namespace deltafin::layers {
 
 namespace {
 
-// Shift the window of each channel left by one and put the new value last;
-// return SiLU(conv). window: [C][K], weights: [C][K].
-void conv_step(float* window, const float* weights, const float* in, size_t C, size_t K, float* out) {
-  for (size_t n = 0; n < C; ++n) {
-    float* wnd = window + n * K;
-    for (size_t j = 0; j + 1 < K; ++j) wnd[j] = wnd[j + 1];
-    wnd[K - 1] = in[n];
-    float acc = 0.0f;
-    for (size_t j = 0; j < K; ++j) acc = acc + weights[n * K + j] * wnd[j];
-    out[n] = ops::silu(acc);
+// SiLU of the causal conv for channels [c0, c1) over T rows. Row t's window
+// is the last K values of (the session's window ++ the block's inputs up to
+// t), as if the window had been shifted once per row; weights [C][K].
+void conv_rows(const float* window, const float* weights, const float* in, size_t T, size_t C, size_t K, size_t c0,
+               size_t c1, float* out) {
+  for (size_t n = c0; n < c1; ++n) {
+    const float* wnd = window + n * K;
+    const float* wt = weights + n * K;
+    for (size_t t = 0; t < T; ++t) {
+      // Element j of row t's window: seq[t + 1 + j], seq = window ++ inputs.
+      float acc = 0.0f;
+      for (size_t j = 0; j < K; ++j) {
+        const size_t s = t + 1 + j;
+        const float xv = s < K ? wnd[s] : in[(s - K) * C + n];
+        acc = acc + wt[j] * xv;
+      }
+      out[t * C + n] = ops::silu(acc);
+    }
   }
 }
 
-// x * rsqrt(sum x² + 1e-6) * scale, in place.
-void l2_normalize(float* x, size_t n, float scale) {
-  float ss = 0.0f;
-  for (size_t i = 0; i < n; ++i) ss = ss + x[i] * x[i];
-  const float inv = 1.0f / std::sqrt(ss + 1e-6f);
-  for (size_t i = 0; i < n; ++i) x[i] = (x[i] * inv) * scale;
+// The window after the block's first n rows: the last K of (window ++ rows).
+void advance_window(float* window, const float* in, size_t n_rows, size_t C, size_t K, size_t c0, size_t c1) {
+  for (size_t n = c0; n < c1; ++n) {
+    float* wnd = window + n * K;
+    for (size_t j = 0; j < K; ++j) {
+      const size_t s = n_rows + j;  // seq index of the new window's element j
+      wnd[j] = s < K ? wnd[s] : in[(s - K) * C + n];
+    }
+  }
+}
+
+struct KdaBlock {
+  const float *q, *k, *v;  // conv outputs [T][C] (q and k are normalised in place per head)
+  const float* decay_in;   // [T][C]
+  const float* beta;       // [T][heads]
+  const float* gate;       // [T][C] or null (commit replay: no output)
+  float* y;                // [T][C] or null
+};
+
+// Heads [h0, h1) over the block's rows in order: normalise q and k, decay,
+// predict, delta write, read; then the per-head norm and output gate.
+void heads_rows(const ModelConfig& cfg, const LayerWeights& w, float* S_all, const KdaBlock& b, size_t T, size_t h0,
+                size_t h1, ThreadScratch& ts, bool on_copy) {
+  const size_t C = cfg.kda.channels(), D = cfg.kda.head_dim, NH = cfg.kda.heads;
+  const float qscale = 1.0f / std::sqrt(float(D));
+  const float lb = cfg.kda.gate_lower_bound;
+  float* decay = ts.decay.take(D);
+  float* u = ts.u.take(D);
+  float* yscratch = b.y ? nullptr : ts.key.take(D);
+  for (size_t h = h0; h < h1; ++h) {
+    float* S = S_all + h * D * D;
+    if (on_copy) {  // a verification block runs on a copy; the session keeps its state
+      float* copy = ts.state.take(D * D);
+      std::memcpy(copy, S, D * D * sizeof(float));
+      S = copy;
+    }
+    const float a_scale = std::exp(w.a_log[h]);
+    for (size_t t = 0; t < T; ++t) {
+      float* qh = const_cast<float*>(b.q) + t * C + h * D;
+      float* kh = const_cast<float*>(b.k) + t * C + h * D;
+      const float* vh = b.v + t * C + h * D;
+      ops::l2_normalize(qh, D, qscale);
+      ops::l2_normalize(kh, D, 1.0f);
+      const float* at = b.decay_in + t * C + h * D;
+      for (size_t i = 0; i < D; ++i) decay[i] = std::exp(lb * ops::sigmoid(a_scale * (at[i] + w.dt_bias[h * D + i])));
+      const float beta = ops::sigmoid(b.beta[t * NH + h]);
+      float* yh = b.y ? b.y + t * C + h * D : yscratch;
+      kernels::kda_step(S, D, decay, kh, vh, qh, beta, u, yh);
+      if (!b.y) continue;
+      ops::rms_norm(yh, w.o_norm.data(), D, cfg.rms_eps, yh);
+      const float* gt = b.gate + t * C + h * D;
+      for (size_t j = 0; j < D; ++j) yh[j] = yh[j] * ops::sigmoid(gt[j]);
+    }
+  }
+}
+
+// The conv outputs of T rows (all three windows), split over the pool by channel.
+void conv_block(const ModelConfig& cfg, const LayerWeights& w, const KdaLayerState& st, const float* q,
+                const float* k, const float* v, size_t T, float* cq, float* ck, float* cv, ThreadPool* pool) {
+  const size_t C = cfg.kda.channels(), K = cfg.kda.conv_kernel;
+  pool->parallel_for(C, 16, [&](size_t c0, size_t c1) {
+    conv_rows(st.conv_q.data(), w.q_conv.data(), q, T, C, K, c0, c1, cq);
+    conv_rows(st.conv_k.data(), w.k_conv.data(), k, T, C, K, c0, c1, ck);
+    conv_rows(st.conv_v.data(), w.v_conv.data(), v, T, C, K, c0, c1, cv);
+  });
+}
+
+void advance_windows(const ModelConfig& cfg, KdaLayerState& st, const float* q, const float* k, const float* v,
+                     size_t n, ThreadPool* pool) {
+  const size_t C = cfg.kda.channels(), K = cfg.kda.conv_kernel;
+  pool->parallel_for(C, 64, [&](size_t c0, size_t c1) {
+    advance_window(st.conv_q.data(), q, n, C, K, c0, c1);
+    advance_window(st.conv_k.data(), k, n, C, K, c0, c1);
+    advance_window(st.conv_v.data(), v, n, C, K, c0, c1);
+  });
+}
+
+void run_heads(const ModelConfig& cfg, const LayerWeights& w, float* S, const KdaBlock& b, size_t T, Workspace& ws,
+               ThreadPool* pool, bool on_copy) {
+  const size_t NH = cfg.kda.heads;
+  pool->parallel_for(size_t(pool->size()), 1, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const auto [h0, h1] = share(NH, i, size_t(pool->size()));
+      heads_rows(cfg, w, S, b, T, h0, h1, ws.threads[i], on_copy);
+    }
+  });
 }
 
 }  // namespace
 
 void kda(const ModelConfig& cfg, const LayerWeights& w, KdaLayerState& st, const float* x, size_t T, float* out,
-         Scratch& s, ThreadPool* pool) {
-  const size_t H = cfg.hidden, C = cfg.kda.channels(), D = cfg.kda.head_dim, NH = cfg.kda.heads,
-               K = cfg.kda.conv_kernel;
-  float* q = Scratch::take(s.a, T * C);
-  float* k = Scratch::take(s.b, T * C);
-  float* v = Scratch::take(s.c, T * C);
-  float* g = Scratch::take(s.d, T * C);
-  float* fa = Scratch::take(s.e, T * D);
-  float* fb = Scratch::take(s.f, T * C);
-  float* beta = Scratch::take(s.g, T * NH);
-  float* y = Scratch::take(s.h, T * C);
-  ops::matmul(w.q_proj, x, T, q, pool);
-  ops::matmul(w.k_proj, x, T, k, pool);
-  ops::matmul(w.v_proj, x, T, v, pool);
-  ops::matmul(w.g_proj, x, T, g, pool);
-  ops::matmul(w.f_a_proj, x, T, fa, pool);
+         Workspace& ws, ThreadPool* pool, KdaRecord* record) {
+  const size_t C = cfg.kda.channels(), D = cfg.kda.head_dim, NH = cfg.kda.heads;
+  float* q = ws.kda_q.take(T * C);
+  float* k = ws.kda_k.take(T * C);
+  float* v = ws.kda_v.take(T * C);
+  float* g = ws.kda_gate.take(T * C);
+  float* fa = ws.kda_decay_low.take(T * D);
+  float* fb = ws.kda_decay_in.take(T * C);
+  float* beta = ws.kda_beta.take(T * NH);
+  float* cq = ws.kda_cq.take(T * C);
+  float* ck = ws.kda_ck.take(T * C);
+  float* cv = ws.kda_cv.take(T * C);
+  float* y = ws.kda_y.take(T * C);
+  ops::matmul_group({{&w.q_proj, q}, {&w.k_proj, k}, {&w.v_proj, v}, {&w.g_proj, g}, {&w.f_a_proj, fa},
+                     {&w.b_proj, beta}},
+                    x, T, pool);
   ops::matmul(w.f_b_proj, fa, T, fb, pool);
-  ops::matmul(w.b_proj, x, T, beta, pool);
 
-  const float qscale = 1.0f / std::sqrt(float(D));
-  const float lb = cfg.kda.gate_lower_bound;
-  float* conv_out = Scratch::take(s.head, 3 * C);
-  for (size_t t = 0; t < T; ++t) {
-    float* qt = q + t * C;
-    float* kt = k + t * C;
-    float* vt = v + t * C;
-    conv_step(st.conv_q.data(), w.q_conv.data(), qt, C, K, conv_out);
-    conv_step(st.conv_k.data(), w.k_conv.data(), kt, C, K, conv_out + C);
-    conv_step(st.conv_v.data(), w.v_conv.data(), vt, C, K, conv_out + 2 * C);
-    std::copy(conv_out, conv_out + C, qt);
-    std::copy(conv_out + C, conv_out + 2 * C, kt);
-    std::copy(conv_out + 2 * C, conv_out + 3 * C, vt);
-    const float* at = fb + t * C;
-    float* yt = y + t * C;
-    const float* gt = g + t * C;
-    pool->parallel_for(NH, 1, [&](size_t h0, size_t h1) {
-      // Per-thread scratch, reused across calls (no allocation in steady state).
-      thread_local std::vector<float> u, decay;
-      u.resize(D);
-      decay.resize(D);
-      for (size_t h = h0; h < h1; ++h) {
-        float* qh = qt + h * D;
-        float* kh = kt + h * D;
-        const float* vh = vt + h * D;
-        l2_normalize(qh, D, qscale);
-        l2_normalize(kh, D, 1.0f);
-        const float a_scale = std::exp(w.a_log[h]);
-        for (size_t i = 0; i < D; ++i)
-          decay[i] = std::exp(lb * ops::sigmoid(a_scale * (at[h * D + i] + w.dt_bias[h * D + i])));
-        const float b = ops::sigmoid(beta[t * NH + h]);
-        float* S = st.S.data() + h * D * D;
-        // Decay, then predict u = Sᵀk with the decayed state (sum over i in order).
-        std::fill(u.begin(), u.end(), 0.0f);
-        for (size_t i = 0; i < D; ++i) {
-          float* row = S + i * D;
-          const float di = decay[i], ki = kh[i];
-          for (size_t j = 0; j < D; ++j) {
-            row[j] = row[j] * di;
-            u[j] = u[j] + ki * row[j];
-          }
-        }
-        for (size_t j = 0; j < D; ++j) u[j] = vh[j] - u[j];
-        // Delta-rule write, then read y = Sᵀq with the new state.
-        float* yh = yt + h * D;
-        std::fill(yh, yh + D, 0.0f);
-        for (size_t i = 0; i < D; ++i) {
-          float* row = S + i * D;
-          const float bk = b * kh[i], qi = qh[i];
-          for (size_t j = 0; j < D; ++j) {
-            row[j] = row[j] + bk * u[j];
-            yh[j] = yh[j] + qi * row[j];
-          }
-        }
-        ops::rms_norm(yh, w.o_norm.data(), D, cfg.rms_eps, yh);
-        for (size_t j = 0; j < D; ++j) yh[j] = yh[j] * ops::sigmoid(gt[h * D + j]);
-      }
-    });
+  conv_block(cfg, w, st, q, k, v, T, cq, ck, cv, pool);
+  if (record) {
+    record->rows = T;
+    record->q.assign(q, q + T * C);
+    record->k.assign(k, k + T * C);
+    record->v.assign(v, v + T * C);
+    record->decay_in.assign(fb, fb + T * C);
+    record->beta.assign(beta, beta + T * NH);
+  } else {
+    advance_windows(cfg, st, q, k, v, T, pool);
   }
+  run_heads(cfg, w, st.S.data(), KdaBlock{cq, ck, cv, fb, beta, g, y}, T, ws, pool, record != nullptr);
   ops::matmul(w.o_proj, y, T, out, pool);
-  (void)H;
+}
+
+void kda_commit(const ModelConfig& cfg, const LayerWeights& w, KdaLayerState& st, const KdaRecord& rec, size_t n,
+                Workspace& ws, ThreadPool* pool) {
+  if (n == 0) return;
+  const size_t C = cfg.kda.channels();
+  float* cq = ws.kda_cq.take(n * C);
+  float* ck = ws.kda_ck.take(n * C);
+  float* cv = ws.kda_cv.take(n * C);
+  conv_block(cfg, w, st, rec.q.data(), rec.k.data(), rec.v.data(), n, cq, ck, cv, pool);
+  advance_windows(cfg, st, rec.q.data(), rec.k.data(), rec.v.data(), n, pool);
+  run_heads(cfg, w, st.S.data(), KdaBlock{cq, ck, cv, rec.decay_in.data(), rec.beta.data(), nullptr, nullptr}, n,
+            ws, pool, false);
 }
 
 }  // namespace deltafin::layers

@@ -1,30 +1,110 @@
 // forward(rows): the one primitive behind prefill, decode and verification.
+// One block of T rows goes through the layers in order; each layer is
+//   x = norm(depth_mix(anchors, p))          AttnRes: the attention's input
+//   p = p + attention(x)                     KDA or MLA, state in the session
+//   x = norm(depth_mix(anchors, p))          the FFN's input
+//   p = p + ffn(x)                           dense SiTU MLP or the latent MoE
+// where p is the current AttnRes block's partial sum and the anchors are the
+// finished blocks' sums (a new block starts every attn_res_block layers).
+// The tail mixes once more, norms and applies the LM head.
 #include "model/model.h"
 
+#include <algorithm>
 #include <chrono>
 
+#include "kernels/ops.h"
+#include "kernels/vec.h"
 #include "model/attnres.h"
-#include "model/layer_ops.h"
 #include "model/layers.h"
+#include "model/matrix_ops.h"
 
 namespace deltafin {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Adds the time from construction to destruction to a stats field.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& into) : into_(into), t0_(Clock::now()) {}
+  ~PhaseTimer() { into_ += std::chrono::duration<double>(Clock::now() - t0_).count(); }
+
+ private:
+  double& into_;
+  Clock::time_point t0_;
+};
 
 std::vector<float> fold(const std::vector<float>& norm_w, const std::vector<float>& proj) {
   std::vector<float> c(norm_w.size());
   for (size_t i = 0; i < c.size(); ++i) c[i] = norm_w[i] * proj[i];
   return c;
 }
+
+// Rows of a block are mixed on all threads when there are enough of them.
+constexpr size_t kParallelRows = 4;
 }  // namespace
 
-struct Model::Buffers {
-  std::vector<float> p, x, o, f, mix, key, guess;
-  std::vector<float> anchor_values, anchor_keys;  // [T][max_anchors][H]
-  std::vector<const float*> vals, keys;           // one row's anchors
-  layers::Scratch scratch;
+// The block's AttnRes anchors: per row, `count` finished-block sums and their
+// keys, [T][max][H] each.
+class Model::Anchors {
+ public:
+  Anchors(Workspace& ws, size_t T, size_t max, size_t H)
+      : values_(ws.anchor_values.take(T * max * H)), keys_(ws.anchor_keys.take(T * max * H)), max_(max), H_(H) {}
+  AnchorRow row(size_t t) const { return {values_ + t * max_ * H_, keys_ + t * max_ * H_, count_}; }
+  size_t count() const { return count_; }
+  // Row t's next anchor slot (value, key), filled before close_block().
+  float* next_value(size_t t) { return values_ + (t * max_ + count_) * H_; }
+  float* next_key(size_t t) { return keys_ + (t * max_ + count_) * H_; }
+  void close_block() { ++count_; }
+
+ private:
+  float* values_;
+  float* keys_;
+  size_t max_, H_, count_ = 0;
+};
+
+// The next MoE layer's router input as far as it is known once this layer's
+// shared experts have run: its depth mix and norm over the state plus their
+// output (the routed experts and the layers in between are missing; the
+// state changes little in one layer). Its top experts per row are read early.
+class Model::Guesser : public layers::NextLayerGuesser {
+ public:
+  Guesser(Model& m, const Anchors& anchors, const float* p, int next) : m_(m), anchors_(anchors), p_(p), next_(next) {}
+  void guess(const float* shared, size_t T) override {
+    const ModelConfig& c = m_.cfg_;
+    const size_t H = c.hidden, E = c.moe.num_experts;
+    const LayerWeights& N = m_.w_.layers[size_t(next_)];
+    Workspace& ws = *m_.ws_;
+    ThreadScratch& ts = ws.threads[0];
+    float* gx = ws.guess_in.take(2 * T * H);
+    float* state = gx + T * H;
+    for (size_t t = 0; t < T; ++t) {
+      const float* pt = p_ + t * H;
+      for (size_t d = 0; d < H; ++d) state[d] = pt[d] + shared[t * H + d];
+      depth_mix(anchors_.row(t), state, m_.c_mlp_[size_t(next_)].data(), H, c.rms_eps, ts.key.take(H),
+                ts.mix.take(H));
+      ops::rms_norm(ts.mix.take(H), N.post_attention_norm.data(), H, c.rms_eps, gx + t * H);
+    }
+    float* logits = ws.guess_logits.take(T * E);
+    ops::matmul(N.router, gx, T, logits, m_.pool_.get());
+    const int per_row = std::min({m_.prefetch_per_row_, int(E), 64});
+    int picks[64];
+    float unused[64];
+    auto& guess = ws.guess_ids;
+    guess.clear();
+    for (size_t t = 0; t < T; ++t) {
+      layers::route(logits + t * E, N.correction_bias.data(), int(E), per_row, picks, unused, ts);
+      for (int i = 0; i < per_row; ++i)
+        if (std::find(guess.begin(), guess.end(), picks[i]) == guess.end()) guess.push_back(picks[i]);
+    }
+    m_.experts_->prefetch(next_, guess);
+  }
+
+ private:
+  Model& m_;
+  const Anchors& anchors_;
+  const float* p_;
+  int next_;
 };
 
 Model::~Model() = default;
@@ -42,8 +122,9 @@ Result<std::unique_ptr<Model>> Model::open_with(std::unique_ptr<Checkpoint> ck, 
   auto m = std::unique_ptr<Model>(new Model());
   DF_ASSIGN(m->cfg_, ModelConfig::from_json(ck->config()));
   const auto& c = m->cfg_;
-  if ((c.num_layers + c.attn_res_block - 1) / c.attn_res_block + 1 > 63)
-    return error("config.json: too many AttnRes blocks ({} layers / block size {})", c.num_layers, c.attn_res_block);
+  if ((c.num_layers + c.attn_res_block - 1) / c.attn_res_block + 1 > int(kMaxAnchors))
+    return error("config.json: too many AttnRes blocks ({} layers / block size {}; at most {} anchors)", c.num_layers,
+                 c.attn_res_block, kMaxAnchors);
   DF_ASSIGN(m->w_, ModelWeights::bind(*ck, c));
   m->ck_ = std::move(ck);
   m->experts_ = std::move(experts);
@@ -56,8 +137,98 @@ Result<std::unique_ptr<Model>> Model::open_with(std::unique_ptr<Checkpoint> ck, 
   m->next_moe_.assign(size_t(c.num_layers), -1);
   for (int l = c.num_layers - 2; l >= 0; --l)
     m->next_moe_[l] = c.ffn[l + 1] == FfnKind::MoE ? l + 1 : m->next_moe_[l + 1];
-  m->buf_ = std::make_unique<Buffers>();
+  m->ws_ = std::make_unique<Workspace>();
+  m->ws_->threads.resize(size_t(m->pool_->size()));
   return m;
+}
+
+// Embedding: BF16 rows widened exactly.
+void Model::embed(std::span<const int32_t> tokens, float* p) const {
+  const size_t H = cfg_.hidden;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const uint16_t* e = w_.embed.bf16() + size_t(tokens[t]) * H;
+    for (size_t d = 0; d < H; ++d) p[t * H + d] = bf16_to_f32(e[d]);
+  }
+}
+
+// The attention's input: the depth mix of the anchors and p (p alone before
+// the first anchor), normed. At a block boundary p becomes an anchor and the
+// new block's partial sum starts empty.
+void Model::attention_input(int l, Anchors& anchors, float* p, float* x, size_t T) {
+  const size_t H = cfg_.hidden;
+  const LayerWeights& L = w_.layers[size_t(l)];
+  const bool boundary = l % cfg_.attn_res_block == 0;
+  const size_t P = T >= kParallelRows ? size_t(pool_->size()) : 1;
+  auto rows = [&](size_t t0, size_t t1, ThreadScratch& ts) {
+    float* mix = ts.mix.take(H);
+    float* key = ts.key.take(H);
+    for (size_t t = t0; t < t1; ++t) {
+      float* pt = p + t * H;
+      if (anchors.count() == 0)
+        std::copy(pt, pt + H, mix);
+      else
+        depth_mix(anchors.row(t), pt, c_attn_[size_t(l)].data(), H, cfg_.rms_eps, key, mix);
+      if (boundary) {
+        float* v = anchors.next_value(t);
+        std::copy(pt, pt + H, v);
+        ops::rms_norm(v, nullptr, H, cfg_.rms_eps, anchors.next_key(t));
+        std::fill(pt, pt + H, 0.0f);
+      }
+      ops::rms_norm(mix, L.input_norm.data(), H, cfg_.rms_eps, x + t * H);
+    }
+  };
+  if (P == 1) {
+    rows(0, T, ws_->threads[0]);
+  } else {
+    pool_->parallel_for(P, 1, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) {
+        const auto [t0, t1] = layers::share(T, i, P);
+        rows(t0, t1, ws_->threads[i]);
+      }
+    });
+  }
+  if (boundary) anchors.close_block();
+}
+
+// p = p + attention output; the FFN's input is the depth mix of the anchors
+// and p, normed.
+void Model::ffn_input(int l, const Anchors& anchors, float* p, const float* o, float* x, size_t T) {
+  const size_t H = cfg_.hidden;
+  const LayerWeights& L = w_.layers[size_t(l)];
+  const size_t P = T >= kParallelRows ? size_t(pool_->size()) : 1;
+  auto rows = [&](size_t t0, size_t t1, ThreadScratch& ts) {
+    float* mix = ts.mix.take(H);
+    float* key = ts.key.take(H);
+    for (size_t t = t0; t < t1; ++t) {
+      float* pt = p + t * H;
+      kernels::add(o + t * H, pt, H);
+      depth_mix(anchors.row(t), pt, c_mlp_[size_t(l)].data(), H, cfg_.rms_eps, key, mix);
+      ops::rms_norm(mix, L.post_attention_norm.data(), H, cfg_.rms_eps, x + t * H);
+    }
+  };
+  if (P == 1) {
+    rows(0, T, ws_->threads[0]);
+  } else {
+    pool_->parallel_for(P, 1, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) {
+        const auto [t0, t1] = layers::share(T, i, P);
+        rows(t0, t1, ws_->threads[i]);
+      }
+    });
+  }
+}
+
+// Rows [first, T): final depth mix, norm, LM head.
+void Model::logits_of(const Anchors& anchors, const float* p, size_t first, size_t T, std::vector<float>& logits) {
+  const size_t H = cfg_.hidden, n = T - first;
+  float* x = ws_->block_in.take(n * H);
+  ThreadScratch& ts = ws_->threads[0];
+  for (size_t t = first; t < T; ++t) {
+    depth_mix(anchors.row(t), p + t * H, c_out_.data(), H, cfg_.rms_eps, ts.key.take(H), ts.mix.take(H));
+    ops::rms_norm(ts.mix.take(H), w_.final_norm.data(), H, cfg_.rms_eps, x + (t - first) * H);
+  }
+  logits.resize(n * size_t(cfg_.vocab));
+  ops::matmul(w_.lm_head, x, n, logits.data(), pool_.get());
 }
 
 Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
@@ -66,132 +237,52 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
   if (T == 0) return error("forward: no rows");
   for (int32_t id : tokens)
     if (id < 0 || id >= cfg_.vocab) return error("token id {} is outside the vocabulary (0..{})", id, cfg_.vocab - 1);
-  const size_t max_anchors = size_t(cfg_.num_layers + cfg_.attn_res_block - 1) / cfg_.attn_res_block + 1;
-  Buffers& b = *buf_;
-  using layers::Scratch;
-  float* p = Scratch::take(b.p, T * H);
-  float* x = Scratch::take(b.x, T * H);
-  float* o = Scratch::take(b.o, T * H);
-  float* f = Scratch::take(b.f, T * H);
-  float* mix = Scratch::take(b.mix, H);
-  float* key = Scratch::take(b.key, H);
-  float* av = Scratch::take(b.anchor_values, T * max_anchors * H);
-  float* ak = Scratch::take(b.anchor_keys, T * max_anchors * H);
-  size_t n_anchors = 0;
-  std::vector<const float*>& vals = b.vals;
-  std::vector<const float*>& keys = b.keys;
-  auto row_anchors = [&](size_t t) {
-    vals.clear();
-    keys.clear();
-    for (size_t i = 0; i < n_anchors; ++i) {
-      vals.push_back(av + (t * max_anchors + i) * H);
-      keys.push_back(ak + (t * max_anchors + i) * H);
-    }
-  };
-
-  // Embedding: BF16 rows widened exactly.
-  for (size_t t = 0; t < T; ++t) {
-    const uint16_t* e = w_.embed.bf16() + size_t(tokens[t]) * H;
-    for (size_t d = 0; d < H; ++d) p[t * H + d] = bf16_to_f32(e[d]);
-  }
-
+  Workspace& ws = *ws_;
+  ThreadPool* pool = pool_.get();
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  ThreadPool* pool = pool_.get();
+  const size_t max_anchors = size_t(cfg_.num_layers + cfg_.attn_res_block - 1) / cfg_.attn_res_block + 1;
+  float* p = ws.partial.take(T * H);     // the current block's partial sum
+  float* x = ws.block_in.take(T * H);    // the next block's normed input
+  float* o = ws.attn_out.take(T * H);
+  float* f = ws.ffn_out.take(T * H);
+  Anchors anchors(ws, T, max_anchors, H);
+
+  embed(tokens, p);
   for (int l = 0; l < cfg_.num_layers; ++l) {
-    const LayerWeights& L = w_.layers[l];
-    const bool boundary = l % cfg_.attn_res_block == 0;
-    // Attention input, and the block boundary bookkeeping.
-    for (size_t t = 0; t < T; ++t) {
-      float* pt = p + t * H;
-      float* xt = x + t * H;
-      if (n_anchors == 0) {
-        std::copy(pt, pt + H, mix);
-      } else {
-        row_anchors(t);
-        depth_mix(vals, keys, pt, c_attn_[l].data(), H, cfg_.rms_eps, key, mix);
-      }
-      if (boundary) {
-        float* v = av + (t * max_anchors + n_anchors) * H;
-        std::copy(pt, pt + H, v);
-        ops::rms_norm(v, nullptr, H, cfg_.rms_eps, ak + (t * max_anchors + n_anchors) * H);
-        std::fill(pt, pt + H, 0.0f);  // the new block's partial sum starts empty
-      }
-      ops::rms_norm(mix, L.input_norm.data(), H, cfg_.rms_eps, xt);
-    }
-    if (boundary) ++n_anchors;
-
-    auto t0 = Clock::now();
+    const LayerWeights& L = w_.layers[size_t(l)];
+    attention_input(l, anchors, p, x, T);
     if (L.attention == AttentionKind::KDA) {
-      layers::kda(cfg_, L, session.kda[l], x, T, o, b.scratch, pool);
-      st.seconds_kda += since(t0);
+      PhaseTimer timer(st.seconds_kda);
+      layers::kda(cfg_, L, session.kda[size_t(l)], x, T, o, ws, pool);
     } else {
-      layers::mla(cfg_, L, session.mla[l], session.length, x, T, o, b.scratch, pool);
-      st.seconds_mla += since(t0);
+      PhaseTimer timer(st.seconds_mla);
+      layers::mla(cfg_, L, session.mla[size_t(l)], x, T, o, ws, pool);
     }
-
-    // p_mid = base + o; FFN input mixes the anchors with p_mid.
-    for (size_t t = 0; t < T; ++t) {
-      float* pt = p + t * H;
-      const float* ot = o + t * H;
-      for (size_t d = 0; d < H; ++d) pt[d] = pt[d] + ot[d];
-      row_anchors(t);
-      depth_mix(vals, keys, pt, c_mlp_[l].data(), H, cfg_.rms_eps, key, mix);
-      ops::rms_norm(mix, L.post_attention_norm.data(), H, cfg_.rms_eps, x + t * H);
-    }
-
-    t0 = Clock::now();
+    ffn_input(l, anchors, p, o, x, T);
     if (L.ffn == FfnKind::Dense) {
-      layers::dense_ffn(cfg_, L, x, T, f, b.scratch, pool);
-      st.seconds_dense += since(t0);
+      PhaseTimer timer(st.seconds_dense);
+      layers::situ_mlp(cfg_, L.gate_proj, L.up_proj, L.down_proj, x, T, f, ws, pool);
     } else {
-      layers::MoeStats ms;
-      const int nl = next_moe_[l];
+      PhaseTimer timer(st.seconds_moe);
+      const int nl = next_moe_[size_t(l)];
+      Guesser guesser(*this, anchors, p, nl);
       const bool guess = nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
-      // The next MoE layer's router input, as far as it is known once the
-      // shared experts have run: its depth mix and norm over the state plus
-      // their output (the routed experts and the layers in between missing).
-      auto input = [&](const float* shared) -> const float* {
-        float* gx = Scratch::take(b.guess, 2 * T * H);
-        float* st = gx + T * H;
-        for (size_t t = 0; t < T; ++t) {
-          const float* pt = p + t * H;
-          for (size_t d = 0; d < H; ++d) st[d] = pt[d] + shared[t * H + d];
-          row_anchors(t);
-          depth_mix(vals, keys, st, c_mlp_[nl].data(), H, cfg_.rms_eps, key, mix);
-          ops::rms_norm(mix, w_.layers[nl].post_attention_norm.data(), H, cfg_.rms_eps, gx + t * H);
-        }
-        return gx;
-      };
-      layers::NextLayerGuess next{guess ? &w_.layers[nl] : nullptr, nl, prefetch_per_row_};
-      if (guess) {
-        next.input = [](void* ctx, const float* shared) { return (*static_cast<decltype(input)*>(ctx))(shared); };
-        next.ctx = &input;
-      }
-      DF_TRY(layers::moe_ffn(cfg_, L, l, *experts_, x, T, f, b.scratch, pool, &ms, route_observer_, session.length,
-                             next));
-      st.seconds_moe += since(t0);
+      layers::MoeStats ms;
+      DF_TRY(layers::moe(cfg_, L, l, *experts_, x, T, f, ws, pool, &ms, route_observer_, session.length,
+                         guess ? &guesser : nullptr));
       st.seconds_expert_wait += ms.seconds_acquire;
       st.expert_bytes += ms.bytes;
       st.experts_used += ms.experts;
     }
-    for (size_t i = 0; i < T * H; ++i) p[i] = p[i] + f[i];
+    kernels::add(f, p, T * H);
   }
   session.length += int64_t(T);
   st.rows += T;
 
-  // Tail: final depth mix, norm, lm_head for the rows asked for.
   if (which != Logits::None && logits) {
-    auto t0 = Clock::now();
-    const size_t first = which == Logits::LastRow ? T - 1 : 0, n = T - first;
-    for (size_t t = first; t < T; ++t) {
-      row_anchors(t);
-      depth_mix(vals, keys, p + t * H, c_out_.data(), H, cfg_.rms_eps, key, mix);
-      ops::rms_norm(mix, w_.final_norm.data(), H, cfg_.rms_eps, x + (t - first) * H);
-    }
-    logits->resize(n * size_t(cfg_.vocab));
-    ops::matmul(w_.lm_head, x, n, logits->data(), pool);
-    st.seconds_head += since(t0);
+    PhaseTimer timer(st.seconds_head);
+    logits_of(anchors, p, which == Logits::LastRow ? T - 1 : 0, T, *logits);
   }
   return {};
 }

@@ -13,6 +13,7 @@
 #include "model/expert_source.h"
 #include "model/session.h"
 #include "model/weights.h"
+#include "model/workspace.h"
 
 namespace deltafin {
 
@@ -78,8 +79,13 @@ class Model {
   // AttnRes pseudo-query folded with its key-norm weight, per layer (c = w ⊙ q).
   std::vector<std::vector<float>> c_attn_, c_mlp_;
   std::vector<float> c_out_;
-  struct Buffers;
-  std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<Workspace> ws_;
+  class Anchors;
+  class Guesser;
+  void embed(std::span<const int32_t> tokens, float* p) const;
+  void attention_input(int layer, Anchors& anchors, float* p, float* x, size_t T);
+  void ffn_input(int layer, const Anchors& anchors, float* p, const float* attn_out, float* x, size_t T);
+  void logits_of(const Anchors& anchors, const float* p, size_t first, size_t T, std::vector<float>& logits);
 
  public:
   ~Model();

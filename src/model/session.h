@@ -1,7 +1,7 @@
 // Per-sequence state: KDA recurrent state and conv windows per KDA layer, and
 // the MLA *latent* cache per MLA layer (normalised kv latent + shared rope
-// key per token; ARCHITECTURE §5). A Session is a plain value: copying it is a
-// snapshot; restoring is assignment.
+// key per position; docs/ENGINE.md). A Session is a plain value: copying it is
+// a snapshot; restoring is assignment.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -15,15 +15,43 @@ struct KdaLayerState {
   std::vector<float> S;                       // [heads][head_dim (key)][head_dim (value)]
 };
 
-struct MlaLayerCache {
-  std::vector<float> latent;    // [length][kv_lora_rank]
-  std::vector<float> rope_key;  // [length][qk_rope_dim]
+// One MLA layer's cache, in chunks of kChunk positions: a chunk holds its
+// positions' latents [kChunk][latent_dim] and then their rope keys
+// [kChunk][rope_dim]. Chunks never move once written: the cache grows by
+// adding chunks (nothing already there is copied) and attention walks it a
+// chunk at a time.
+class MlaLayerCache {
+ public:
+  static constexpr size_t kChunk = 256;
+
+  void init(size_t latent_dim, size_t rope_dim);
+  size_t length() const { return length_; }
+  size_t latent_dim() const { return latent_dim_; }
+  size_t rope_dim() const { return rope_dim_; }
+  // Makes room for positions [0, n); what is there stays in place.
+  void reserve(size_t n);
+  // Positions [0, n) are the cache (n <= reserved).
+  void set_length(size_t n) { length_ = n; }
+  // Drops positions from n on (keeps the chunk that holds position n).
+  void truncate(size_t n);
+
+  float* latent(size_t p) { return chunks_[p / kChunk].data() + (p % kChunk) * latent_dim_; }
+  float* rope(size_t p) { return chunks_[p / kChunk].data() + kChunk * latent_dim_ + (p % kChunk) * rope_dim_; }
+  const float* latent(size_t p) const { return chunks_[p / kChunk].data() + (p % kChunk) * latent_dim_; }
+  const float* rope(size_t p) const {
+    return chunks_[p / kChunk].data() + kChunk * latent_dim_ + (p % kChunk) * rope_dim_;
+  }
+  uint64_t bytes() const { return 4 * uint64_t(length_) * (latent_dim_ + rope_dim_); }
+
+ private:
+  size_t latent_dim_ = 0, rope_dim_ = 0, length_ = 0;
+  std::vector<std::vector<float>> chunks_;
 };
 
 struct Session {
   int64_t length = 0;                 // positions committed
   std::vector<KdaLayerState> kda;     // indexed by layer; empty for MLA layers
-  std::vector<MlaLayerCache> mla;     // indexed by layer; empty for KDA layers
+  std::vector<MlaLayerCache> mla;     // indexed by layer; unused for KDA layers
 
   static Session create(const ModelConfig& cfg);
   // Drops MLA cache rows past `length` (KDA state cannot be truncated: restore a snapshot).

@@ -1,0 +1,217 @@
+// The latent MoE (docs/ENGINE.md): route every row, fetch the union of the
+// block's experts once, run each expert on all rows routed to it, sum each
+// row's experts in route order, then the latent norm, the up-projection and
+// the fused shared experts.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <numeric>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/vec.h"
+#include "model/layers.h"
+#include "model/matrix_ops.h"
+
+namespace deltafin::layers {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The block's experts ascending, and for each the route slots (t * top_k + i)
+// that chose it, ascending: a counting sort of the routes.
+void build_union(const std::vector<int>& ids, size_t E, Workspace& ws) {
+  auto& count = ws.expert_count;
+  count.assign(E, 0);
+  for (int e : ids) ++count[size_t(e)];
+  ws.union_ids.clear();
+  ws.slot_start.clear();
+  int at = 0;
+  for (size_t e = 0; e < E; ++e) {
+    if (!count[e]) continue;
+    ws.union_ids.push_back(int(e));
+    ws.slot_start.push_back(at);
+    const int n = count[e];
+    count[e] = at;  // now: the next free place of expert e's slots
+    at += n;
+  }
+  ws.slot_start.push_back(at);
+  ws.slot_list.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) ws.slot_list[size_t(count[size_t(ids[i])]++)] = int(i);
+}
+
+// One routed expert over the rows routed to it: gathers their latents, runs
+// W2 · SiTU(W1 x, W3 x), and writes each row's result into its route slot.
+// `pool` splits each product when one expert is all a thread pool has to do.
+void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, std::span<const int> slots, const float* lat,
+                float* route_out, ThreadScratch& ts, ThreadPool* pool) {
+  const size_t K = cfg.moe.top_k, LT = cfg.moe.latent, I = cfg.moe.expert_inter, n = slots.size();
+  float* xe = ts.expert_in.take(n * LT);
+  float* h1 = ts.expert_gate.take(n * I);
+  float* h3 = ts.expert_up.take(n * I);
+  float* he = ts.expert_out.take(n * LT);
+  for (size_t r = 0; r < n; ++r) {
+    const size_t row = size_t(slots[r]) / K;
+    std::copy(lat + row * LT, lat + (row + 1) * LT, xe + r * LT);
+  }
+  using kernels::WeightFormat;
+  const kernels::MatmulJob up[] = {{WeightFormat::kMxfp4, ew.w1.packed, ew.w1.scales, I, h1},
+                                   {WeightFormat::kMxfp4, ew.w3.packed, ew.w3.scales, I, h3}};
+  kernels::matmul_group(up, 2, LT, xe, n, pool);
+  ops::situ_rows(h1, h3, n * I, cfg.situ_beta, cfg.situ_linear_beta, h1);
+  kernels::matmul_mxfp4(ew.w2.packed, ew.w2.scales, LT, I, h1, n, he, pool);
+  for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, route_out + size_t(slots[r]) * LT);
+}
+
+// Computes the experts of one begin() (union members [first, first + n), views
+// in ws.expert_views) as each becomes ready, while later ones are still
+// arriving. Each thread takes whole experts in request order as it frees up
+// (reads finish roughly in that order), so small products do not pay a
+// hand-off each and no thread waits on a late half while the other has
+// nothing left; with fewer experts than threads each product is split over
+// the threads instead. Each expert writes only its own route slots, so the
+// order in which experts finish cannot change any value. Returns the
+// compute's idle time waiting for experts (per pool thread when parallel).
+Result<double> compute_tile(const ModelConfig& cfg, ExpertSource& src, size_t first, size_t n, const float* lat,
+                            float* route_out, Workspace& ws, ThreadPool* pool) {
+  auto slots_of = [&](size_t u) {
+    const size_t a = size_t(ws.slot_start[first + u]), b = size_t(ws.slot_start[first + u + 1]);
+    return std::span<const int>(ws.slot_list.data() + a, b - a);
+  };
+  const size_t P = size_t(pool->size());
+  if (P == 1 || n < P) {
+    double waited = 0;
+    for (size_t u = 0; u < n; ++u) {
+      const auto w0 = Clock::now();
+      DF_TRY(src.wait(u));
+      waited += since(w0);
+      run_expert(cfg, ws.expert_views[u], slots_of(u), lat, route_out, ws.threads[0], pool);
+    }
+    return waited;
+  }
+  std::mutex mu;
+  Status failed;
+  double thread_wait = 0;
+  std::atomic<size_t> next{0};
+  pool->parallel_for(P, 1, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      double my_wait = 0;
+      Status my_status;
+      for (size_t u = next++; u < n && my_status.ok(); u = next++) {
+        const auto w0 = Clock::now();
+        my_status = src.wait(u);
+        my_wait += since(w0);
+        if (my_status.ok()) run_expert(cfg, ws.expert_views[u], slots_of(u), lat, route_out, ws.threads[i], nullptr);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      thread_wait += my_wait;
+      if (failed.ok() && !my_status.ok()) failed = my_status;
+    }
+  });
+  DF_TRY(failed);
+  return thread_wait / double(P);
+}
+
+}  // namespace
+
+void route(const float* logits, const float* bias, int E, int k, int* experts, float* weights, ThreadScratch& ts) {
+  // Selection uses sigmoid + bias; ties go to the lower id.
+  auto& order = ts.route_order;
+  auto& score = ts.route_score;
+  auto& choice = ts.route_choice;
+  order.resize(size_t(E));
+  score.resize(size_t(E));
+  choice.resize(size_t(E));
+  for (int e = 0; e < E; ++e) {
+    score[e] = ops::sigmoid(logits[e]);
+    choice[e] = score[e] + bias[e];
+  }
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return choice[a] > choice[b] || (choice[a] == choice[b] && a < b);
+  });
+  float sum = 0.0f;
+  for (int i = 0; i < k; ++i) sum = sum + score[order[i]];
+  for (int i = 0; i < k; ++i) {
+    experts[i] = order[i];
+    weights[i] = score[order[i]] / (sum + 1e-20f);
+  }
+}
+
+void route(const float* logits, const float* bias, int E, int k, int* experts, float* weights) {
+  ThreadScratch ts;
+  route(logits, bias, E, k, experts, weights, ts);
+}
+
+Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
+           float* out, Workspace& ws, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
+           int64_t start_pos, NextLayerGuesser* guesser) {
+  const auto& m = cfg.moe;
+  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent, P = size_t(pool->size());
+  float* logits = ws.router_logits.take(T * E);
+  float* lat = ws.latent_in.take(T * LT);
+  float* route_out = ws.route_out.take(T * K * LT);
+  ops::matmul_group({{&w.router, logits}, {&w.latent_down, lat}}, x, T, pool);
+
+  auto& ids = ws.route_ids;
+  auto& wts = ws.route_weights;
+  ids.resize(T * K);
+  wts.resize(T * K);
+  pool->parallel_for(P, 1, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const auto [t0, t1] = share(T, i, P);
+      for (size_t t = t0; t < t1; ++t)
+        route(logits + t * E, w.correction_bias.data(), int(E), int(K), ids.data() + t * K, wts.data() + t * K,
+              ws.threads[i]);
+    }
+  });
+  if (observer) observer(start_pos, layer, T, int(K), std::span<const int>(ids.data(), T * K));
+  build_union(ids, E, ws);
+  const size_t U = ws.union_ids.size();
+
+  // A union larger than the source holds at once (a long prefill block of a
+  // model with large experts) is fetched in tiles, one after the other: each
+  // expert is still read once per layer per block.
+  const size_t cap = std::max<size_t>(1, std::min(U, src.max_batch()));
+  ws.expert_views.resize(cap);
+  float* shared = ws.shared_out.take(T * H);
+  double waited = 0;
+  for (size_t first = 0; first < U; first += cap) {
+    const size_t n = std::min(cap, U - first);
+    const auto t0 = Clock::now();
+    DF_TRY(src.begin(layer, std::span<const int>(ws.union_ids.data() + first, n),
+                     std::span<ExpertWeights>(ws.expert_views.data(), n)));
+    waited += since(t0);
+    if (first == 0) {
+      // The fused shared experts need no routed expert: compute them while the reads are in flight.
+      situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, shared, ws, pool);
+      if (guesser) guesser->guess(shared, T);
+    }
+    DF_ASSIGN(const double tile_wait, compute_tile(cfg, src, first, n, lat, route_out, ws, pool));
+    waited += tile_wait;
+  }
+  if (stats) {
+    stats->seconds_acquire += waited;
+    stats->experts += U;
+    stats->bytes += U * cfg.expert_bytes();
+  }
+
+  // Combine in route order: acc = acc + (w_i * h_i), then the latent norm.
+  float* acc = ws.latent_sum.take(T * LT);
+  pool->parallel_for(T, 1, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      float* a = acc + t * LT;
+      std::fill(a, a + LT, 0.0f);
+      for (size_t i = 0; i < K; ++i) kernels::axpy(wts[t * K + i], route_out + (t * K + i) * LT, a, LT);
+      ops::rms_norm(a, w.latent_norm.data(), LT, cfg.rms_eps, a);
+    }
+  });
+  ops::matmul(w.latent_up, acc, T, out, pool);
+  kernels::add(shared, out, T * H);
+  return {};
+}
+
+}  // namespace deltafin::layers
