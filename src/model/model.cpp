@@ -107,6 +107,7 @@ class Model::Guesser : public layers::NextLayerGuesser {
   int next_;
 };
 
+Model::Model() = default;
 Model::~Model() = default;
 
 Result<std::unique_ptr<Model>> Model::open(const std::string& dir, int threads) {
@@ -139,6 +140,7 @@ Result<std::unique_ptr<Model>> Model::open_with(std::unique_ptr<Checkpoint> ck, 
     m->next_moe_[l] = c.ffn[l + 1] == FfnKind::MoE ? l + 1 : m->next_moe_[l + 1];
   m->ws_ = std::make_unique<Workspace>();
   m->ws_->threads.resize(size_t(m->pool_->size()));
+  m->kda_records_.resize(size_t(c.num_layers));
   return m;
 }
 
@@ -233,8 +235,48 @@ void Model::logits_of(const Anchors& anchors, const float* p, size_t first, size
 
 Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
                       ForwardStats* stats) {
+  return run_block(tokens, session, which, logits, stats, false);
+}
+
+Status Model::verify(std::span<const int32_t> tokens, Session& session, std::vector<float>* logits,
+                     ForwardStats* stats) {
+  DF_TRY(run_block(tokens, session, Logits::AllRows, logits, stats, true));
+  verified_session_ = &session;
+  verified_rows_ = tokens.size();
+  return {};
+}
+
+Status Model::commit_verified(Session& session, size_t n) {
+  if (verified_session_ != &session) return error("commit_verified: no verification block pending on this session");
+  if (n > verified_rows_) return error("commit_verified: {} rows asked, the block has {}", n, verified_rows_);
+  verified_session_ = nullptr;
+  ThreadPool* pool = pool_.get();
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& L = w_.layers[size_t(l)];
+    if (L.attention == AttentionKind::KDA)
+      layers::kda_commit(cfg_, L, session.kda[size_t(l)], kda_records_[size_t(l)], n, *ws_, pool);
+    else
+      session.mla[size_t(l)].truncate(size_t(session.length) + n);
+  }
+  session.length += int64_t(n);
+  return {};
+}
+
+uint64_t Model::verify_bytes_per_row() const {
+  const uint64_t per_layer = 4 * (4 * uint64_t(cfg_.kda.channels()) + uint64_t(cfg_.kda.heads));
+  return per_layer * uint64_t(cfg_.num_kda_layers());
+}
+
+Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
+                        ForwardStats* stats, bool verify) {
   const size_t T = tokens.size(), H = cfg_.hidden;
   if (T == 0) return error("forward: no rows");
+  if (verified_session_ == &session)
+    return error("forward: a verification block is pending on this session (commit_verified first)");
+  for (int l = 0; l < cfg_.num_layers; ++l)
+    if (cfg_.attention[size_t(l)] == AttentionKind::MLA && session.mla[size_t(l)].length() != size_t(session.length))
+      return error("forward: session length {} but layer {}'s cache holds {} positions", session.length, l,
+                   session.mla[size_t(l)].length());
   for (int32_t id : tokens)
     if (id < 0 || id >= cfg_.vocab) return error("token id {} is outside the vocabulary (0..{})", id, cfg_.vocab - 1);
   Workspace& ws = *ws_;
@@ -254,7 +296,7 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
     attention_input(l, anchors, p, x, T);
     if (L.attention == AttentionKind::KDA) {
       PhaseTimer timer(st.seconds_kda);
-      layers::kda(cfg_, L, session.kda[size_t(l)], x, T, o, ws, pool);
+      layers::kda(cfg_, L, session.kda[size_t(l)], x, T, o, ws, pool, verify ? &kda_records_[size_t(l)] : nullptr);
     } else {
       PhaseTimer timer(st.seconds_mla);
       layers::mla(cfg_, L, session.mla[size_t(l)], x, T, o, ws, pool);
@@ -277,7 +319,7 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
     }
     kernels::add(f, p, T * H);
   }
-  session.length += int64_t(T);
+  if (!verify) session.length += int64_t(T);  // a verified block commits later
   st.rows += T;
 
   if (which != Logits::None && logits) {

@@ -15,6 +15,10 @@
 #include "model/weights.h"
 #include "model/workspace.h"
 
+namespace deltafin::layers {
+struct KdaRecord;
+}
+
 namespace deltafin {
 
 struct ForwardStats {
@@ -55,6 +59,19 @@ class Model {
   Status forward(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
                  ForwardStats* stats = nullptr);
 
+  // Verification of a draft block [pending, d1..dk]: the rows run as in
+  // forward(.., Logits::AllRows, ..) (same logits, bit for bit), but the
+  // session is not advanced: KDA state is left as it was (the block keeps
+  // what a replay needs) and the MLA caches hold the rows as uncommitted.
+  // commit_verified(session, n) then makes the block's first n rows part of
+  // the session, exactly as if forward() had run those n rows; it must follow
+  // verify() on the same session before any other call that uses it.
+  Status verify(std::span<const int32_t> tokens, Session& session, std::vector<float>* logits,
+                ForwardStats* stats = nullptr);
+  Status commit_verified(Session& session, size_t n);
+  // Extra memory a verification block keeps per row until its commit.
+  uint64_t verify_bytes_per_row() const;
+
   ExpertSource& experts() { return *experts_; }
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
   // Speculative expert prefetch: in each MoE layer, for blocks of at most
@@ -67,7 +84,7 @@ class Model {
   void set_prefetch(int per_row) { prefetch_per_row_ = per_row; }
 
  private:
-  Model() = default;
+  Model();
   std::unique_ptr<Checkpoint> ck_;
   ModelConfig cfg_;
   ModelWeights w_;
@@ -80,6 +97,12 @@ class Model {
   std::vector<std::vector<float>> c_attn_, c_mlp_;
   std::vector<float> c_out_;
   std::unique_ptr<Workspace> ws_;
+  // The last verify(): its session, its rows, and per KDA layer the replay record.
+  const Session* verified_session_ = nullptr;
+  size_t verified_rows_ = 0;
+  std::vector<layers::KdaRecord> kda_records_;
+  Status run_block(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
+                   ForwardStats* stats, bool verify);
   class Anchors;
   class Guesser;
   void embed(std::span<const int32_t> tokens, float* p) const;
