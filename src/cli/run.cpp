@@ -46,6 +46,11 @@ void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
   std::fprintf(stderr, "experts: %llu acquired, %.3f MB touched, %.3f MB per row (cold upper bound %.3f MB per token)\n",
                (unsigned long long)f.experts_used, f.expert_bytes / 1e6, f.expert_bytes / 1e6 / rows,
                double(cfg.moe.top_k) * cfg.num_moe_layers() * cfg.expert_bytes() / 1e6);
+  if (f.seconds_expert_products > 0)
+    std::fprintf(stderr,
+                 "expert compute: routed products %.3f thread-s (%.2f GB/s of expert bytes per thread), shared experts "
+                 "%.3f s\n",
+                 f.seconds_expert_products, f.expert_bytes / 1e9 / f.seconds_expert_products, f.seconds_shared);
 }
 
 // One JSON line per (position, layer): {"pos":P,"layer":L,"experts":[...]} in route order.

@@ -4,6 +4,17 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+// libxxhash's run-time dispatch picks the widest vector unit this CPU has
+// (the plain entry points are its SSE2 build): about 3x faster on AVX-512,
+// the same digests.
+#include <xxh_x86dispatch.h>
+#define DF_XXH3_128 XXH3_128bits_dispatch
+#define DF_XXH3_128_UPDATE XXH3_128bits_update_dispatch
+#else
+#define DF_XXH3_128 XXH3_128bits
+#define DF_XXH3_128_UPDATE XXH3_128bits_update
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -28,7 +39,7 @@ Result<Hash128> Hash128::from_hex(std::string_view s) {
 }
 
 Hash128 xxh3_128(std::span<const uint8_t> bytes) {
-  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  XXH128_hash_t h = DF_XXH3_128(bytes.data(), bytes.size());
   return {h.high64, h.low64};
 }
 
@@ -90,7 +101,7 @@ Result<Hash128> xxh3_128_file(const std::string& path) {
       break;
     }
     if (n == 0) break;
-    XXH3_128bits_update(st, buf.data(), size_t(n));
+    DF_XXH3_128_UPDATE(st, buf.data(), size_t(n));
   }
   ::close(fd);
   XXH128_hash_t h = XXH3_128bits_digest(st);

@@ -93,8 +93,13 @@ HWY_INLINE float Finish(const VF* acc) {
 // vector instructions each instead of a scalar tree.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 constexpr size_t kFoldBatch = 16;
-// out[s] = fold(v[s]) for s < M (M <= 16).
-HWY_INLINE void FoldBatch(const VF* v, size_t M, float* out) {
+// Folds M <= 16 vectors with one network; lane 4k + j of the result holds
+// the fold of source 4j + k. With kPairs, sources 2q and 2q + 1 are the even
+// and the odd elements of output q and are added as well: output q then sits
+// in lane 8 (q % 2) + q / 2.
+template <size_t M, bool kPairs>
+HWY_INLINE void FoldBatch(const VF* v, float* out) {
+  static_assert(M <= 16 && (!kPairs || M % 2 == 0));
   __m512 a[16], b[8], c[4], d[2];
   for (size_t s = 0; s < 16; ++s) a[s] = s < M ? v[s].raw : _mm512_setzero_ps();
   // Lanes m + m+8: blocks (0,1) + (2,3); two vectors per result.
@@ -109,15 +114,26 @@ HWY_INLINE void FoldBatch(const VF* v, size_t M, float* out) {
   for (int i = 0; i < 2; ++i)
     d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44),
                          _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xEE));
-  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+  __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
   HWY_ALIGN float z[16];
-  _mm512_store_ps(z, e);
-  for (size_t s = 0; s < M; ++s) out[s] = z[4 * (s % 4) + s / 4];  // lane 4k + j holds source 4j + k
+  if constexpr (kPairs) {
+    // Sources 2q and 2q+1 sit in lanes j and j + 4 (blocks 0/1 and 2/3).
+    e = _mm512_add_ps(e, _mm512_shuffle_f32x4(e, e, 0xB1));
+    _mm512_store_ps(z, e);
+    for (size_t q = 0; q < M / 2; ++q) out[q] = z[8 * (q % 2) + q / 2];
+  } else {
+    _mm512_store_ps(z, e);
+    for (size_t s = 0; s < M; ++s) out[s] = z[4 * (s % 4) + s / 4];
+  }
 }
 #elif HWY_TARGET == HWY_AVX2
 constexpr size_t kFoldBatch = 8;
-// out[s] = fold(v[s]) for s < M (M <= 8).
-HWY_INLINE void FoldBatch(const VF* v, size_t M, float* out) {
+// Folds M <= 8 vectors; lane 4k + j of the result holds the fold of source
+// 2j + k. With kPairs, sources 2q and 2q + 1 (even, odd elements of output q)
+// are also added: output q then sits in lane q.
+template <size_t M, bool kPairs>
+HWY_INLINE void FoldBatch(const VF* v, float* out) {
+  static_assert(M <= 8 && (!kPairs || M % 2 == 0));
   __m256 a[8], b[4], c[2];
   for (size_t s = 0; s < 8; ++s) a[s] = s < M ? v[s].raw : _mm256_setzero_ps();
   // Lanes m + m+4: the two 128-bit halves.
@@ -127,10 +143,17 @@ HWY_INLINE void FoldBatch(const VF* v, size_t M, float* out) {
   for (int i = 0; i < 2; ++i)
     c[i] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
                          _mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0xEE));
-  const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], 0x88), _mm256_shuffle_ps(c[0], c[1], 0xDD));
+  __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], 0x88), _mm256_shuffle_ps(c[0], c[1], 0xDD));
   HWY_ALIGN float z[8];
-  _mm256_store_ps(z, e);
-  for (size_t s = 0; s < M; ++s) out[s] = z[4 * (s % 2) + s / 2];  // lane 4k + j holds source 2j + k
+  if constexpr (kPairs) {
+    // Sources 2q (lane q) and 2q + 1 (lane 4 + q): add the two halves.
+    e = _mm256_add_ps(e, _mm256_permute2f128_ps(e, e, 0x01));
+    _mm256_store_ps(z, e);
+    for (size_t q = 0; q < M / 2; ++q) out[q] = z[q];
+  } else {
+    _mm256_store_ps(z, e);
+    for (size_t s = 0; s < M; ++s) out[s] = z[4 * (s % 2) + s / 2];
+  }
 }
 #else
 constexpr size_t kFoldBatch = 0;  // other widths: the scalar tree per output
@@ -138,30 +161,27 @@ constexpr size_t kFoldBatch = 0;  // other widths: the scalar tree per output
 
 // out[q] = the contract's result of the q-th output's partial sums
 // acc[q * kVecs .. +kVecs) (position order), for Q outputs.
-template <bool kInterleaved>
-HWY_INLINE void FinishMany(const VF* acc, size_t Q, float* out) {
+template <bool kInterleaved, size_t Q>
+HWY_INLINE void FinishMany(const VF* acc, float* out) {
   if constexpr (kFoldBatch == 0) {
     for (size_t q = 0; q < Q; ++q) out[q] = Finish<kInterleaved>(acc + q * kVecs);
   } else {
     constexpr size_t S = kInterleaved ? 2 : 1;  // vectors to fold per output
-    for (size_t q = 0; q < Q;) {
-      const size_t n = std::min(Q - q, kFoldBatch / S);
-      VF src[kFoldBatch];
-      for (size_t i = 0; i < n; ++i) {
-        const VF* a = acc + (q + i) * kVecs;
-        if constexpr (kVecs == 2) {
-          if constexpr (kInterleaved) src[2 * i] = a[0], src[2 * i + 1] = a[1];
-          else src[i] = hn::Add(a[0], a[1]);
-        } else {  // kVecs == 4 (kFoldBatch is set for AVX-512 and AVX2 only)
-          if constexpr (kInterleaved) src[2 * i] = hn::Add(a[0], a[2]), src[2 * i + 1] = hn::Add(a[1], a[3]);
-          else src[i] = hn::Add(hn::Add(a[0], a[2]), hn::Add(a[1], a[3]));
-        }
+    constexpr size_t kPer = kFoldBatch / S;     // outputs per network
+    constexpr size_t n = Q < kPer ? Q : kPer;
+    VF src[kFoldBatch];
+    for (size_t i = 0; i < n; ++i) {
+      const VF* a = acc + i * kVecs;
+      if constexpr (kVecs == 2) {
+        if constexpr (kInterleaved) src[2 * i] = a[0], src[2 * i + 1] = a[1];
+        else src[i] = hn::Add(a[0], a[1]);
+      } else {  // kVecs == 4 (kFoldBatch is set for AVX-512 and AVX2 only)
+        if constexpr (kInterleaved) src[2 * i] = hn::Add(a[0], a[2]), src[2 * i + 1] = hn::Add(a[1], a[3]);
+        else src[i] = hn::Add(hn::Add(a[0], a[2]), hn::Add(a[1], a[3]));
       }
-      float folded[kFoldBatch];
-      FoldBatch(src, n * S, folded);
-      for (size_t i = 0; i < n; ++i) out[q + i] = S == 2 ? folded[2 * i] + folded[2 * i + 1] : folded[i];
-      q += n;
     }
+    FoldBatch<n * S, kInterleaved>(src, out);
+    if constexpr (Q > n) FinishMany<kInterleaved, Q - n>(acc + n * kVecs, out + n);
   }
 }
 
@@ -191,6 +211,16 @@ HWY_INLINE void PrefetchTileStep(const uint8_t* next_tile, size_t g) {
 // late (docs/KERNELS.md).
 constexpr size_t kPrefetchAheadBytes = 4096;
 
+// Floats between rows of the prepared X and of decoded panels (whole groups;
+// one more cache line per row measured no different, docs/KERNELS.md).
+inline size_t RowStride(size_t groups) { return groups * kLanes; }
+
+// Asks L2 for bytes [p, p + n), a line at a time (never faults).
+HWY_INLINE void PrefetchRange(const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t k = 0; k < n; k += 64) __builtin_prefetch(c + k, 0, 2);
+}
+
 // ---- Weight decoders: row(o) gives a Row whose Load(group, w) writes the
 // group's kVecs weight vectors in position order; LoadTail handles a partial
 // last group (zeros past cols).
@@ -214,6 +244,7 @@ struct F32Rows {
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
   const float* row_data(size_t o) const { return W + o * cols; }
   static size_t RowBytes(size_t groups) { return groups * kLanes * 4; }
+  void PrefetchGroups(size_t o, size_t g0, size_t g1) const { PrefetchRange(W + o * cols + g0 * kLanes, (g1 - g0) * kLanes * 4); }
   static constexpr bool kPrefetch = false;
   static constexpr bool kCostlyDecode = false;
   static constexpr bool kInPlace = true;      // rows of whole groups need no panel
@@ -250,6 +281,7 @@ struct Bf16Rows {
   };
   Row row(size_t o) const { return Row{W + o * cols, cols}; }
   static size_t RowBytes(size_t groups) { return groups * kLanes * 2; }
+  void PrefetchGroups(size_t o, size_t g0, size_t g1) const { PrefetchRange(W + o * cols + g0 * kLanes, (g1 - g0) * kLanes * 2); }
   // T = 1 tiles fetch the next tile, one stream per row; the compute-bound
   // T > 1 tiles keep Row::Prefetch, which measured faster there.
   template <size_t R>
@@ -296,6 +328,7 @@ struct I8Rows {
   };
   Row row(size_t o) const { return Row{q + o * cols, f16_to_f32(scales[o]), cols}; }
   static size_t RowBytes(size_t groups) { return groups * kLanes; }
+  void PrefetchGroups(size_t o, size_t g0, size_t g1) const { PrefetchRange(q + o * cols + g0 * kLanes, (g1 - g0) * kLanes); }
   static constexpr bool kPrefetch = true;
   static constexpr bool kInPlace = false;
   static constexpr size_t kPanelMinT = 3;
@@ -387,6 +420,10 @@ struct Mxfp4Rows {
   };
   Row row(size_t o) const { return Row{packed + o * (cols / 2), scales + o * (cols / kLanes), e8m0}; }
   static size_t RowBytes(size_t groups) { return groups * (kLanes / 2 + 1); }
+  void PrefetchGroups(size_t o, size_t g0, size_t g1) const {
+    PrefetchRange(packed + o * (cols / 2) + g0 * (kLanes / 2), (g1 - g0) * (kLanes / 2));
+    PrefetchRange(scales + o * (cols / kLanes) + g0, g1 - g0);
+  }
   // Blocks and scales are two row-major arrays: 16 bytes and 1 byte per group.
   // The next tile's blocks as R streams, one per row (median +9% over a
   // single linear stream of the same bytes, docs/KERNELS.md; our guess is
@@ -420,7 +457,7 @@ template <class Rows, size_t R, size_t TT>
 HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, size_t full_groups,
                      const float* Xp, size_t rows, float* Y, size_t ahead = 1) {
   const DF df;
-  const size_t stride = groups * kLanes;
+  const size_t stride = RowStride(groups);
   const float* x = Xp + t0 * stride;
   VF acc[R][TT][kVecs];
   for (size_t r = 0; r < R; ++r)
@@ -447,7 +484,7 @@ HWY_INLINE void Tile(const Rows& rows_of, size_t o0, size_t t0, size_t groups, s
     Accumulate<R, TT>(w, x + full_groups * kLanes, stride, acc);
   }
   float out[R * TT];
-  FinishMany<Rows::kInterleaved>(&acc[0][0][0], R * TT, out);
+  FinishMany<Rows::kInterleaved, R * TT>(&acc[0][0][0], out);
   for (size_t r = 0; r < R; ++r)
     for (size_t t = 0; t < TT; ++t) Y[(t0 + t) * rows + o0 + r] = out[r * TT + t];
 }
@@ -490,7 +527,7 @@ void RowBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t ful
 template <bool kInterleaved>
 void PrepareXRows(const float* X, size_t t0, size_t t1, size_t cols, size_t groups, float* buf) {
   const DF df;
-  const size_t stride = groups * kLanes, full = cols / kLanes;
+  const size_t stride = RowStride(groups), full = cols / kLanes;
   for (size_t t = t0; t < t1; ++t) {
     const float* x = X + t * cols;
     float* out = buf + t * stride;
@@ -519,7 +556,7 @@ template <bool kInterleaved>
 const float* PrepareX(const float* X, size_t T, size_t cols, size_t groups, ThreadPool* pool) {
   thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
   thread_local size_t capacity = 0;
-  const size_t stride = groups * kLanes;
+  const size_t stride = RowStride(groups);
   if (capacity < T * stride) {
     buf = hwy::AllocateAligned<float>(T * stride);
     capacity = T * stride;
@@ -543,10 +580,9 @@ const float* PrepareX(const float* X, size_t T, size_t cols, size_t groups, Thre
 // 2 FMAs and each input vector once for 6. AVX2 (16 registers): 3 x 1.
 constexpr size_t kPanelR = kVecs == 2 ? 6 : 3;     // weight rows per tile
 constexpr size_t kPanelT = kVecs == 2 ? 2 : 1;     // input rows per tile
-constexpr size_t kPanelBytes = size_t(192) << 10;  // decoded panel (stays in L2)
 // Columns are taken in chunks of kPanelK groups so that a tile's weight
 // rows (reused by every input tile) and the input rows stay in L1.
-constexpr size_t kPanelK = 24;
+constexpr size_t kPanelK = 32;
 
 // Keeps a loaded vector in a register: without it the compiler may fold the
 // load into each FMA that uses it (one load per use instead of one).
@@ -561,9 +597,10 @@ HWY_INLINE VF InRegister(VF v) {
 // zero (kFirst) or come from `sums` ([t][r][v], the previous column chunk:
 // a store and a reload are exact); after the last chunk they are folded
 // into Y, otherwise stored back.
+// W's column 0 is group `wg0` (the whole row, or a decoded chunk of it).
 template <size_t R, size_t TT, bool kInterleaved, bool kFirst, bool kLast>
-HWY_INLINE void PanelTile(const float* W, size_t wstride, const float* x, size_t xstride, size_t g0, size_t g1,
-                          VF* sums, float* Y, size_t rows, size_t o0, size_t t0) {
+HWY_INLINE void PanelTile(const float* W, size_t wstride, size_t wg0, const float* x, size_t xstride, size_t g0,
+                          size_t g1, VF* sums, float* Y, size_t rows, size_t o0, size_t t0) {
   const DF df;
   VF acc[R][TT][kVecs];
   for (size_t r = 0; r < R; ++r)
@@ -575,13 +612,13 @@ HWY_INLINE void PanelTile(const float* W, size_t wstride, const float* x, size_t
       for (size_t v = 0; v < kVecs; ++v) xv[t][v] = hn::Load(df, x + t * xstride + g * kLanes + v * N);
     for (size_t r = 0; r < R; ++r)
       for (size_t v = 0; v < kVecs; ++v) {
-        const VF wv = InRegister(hn::LoadU(df, W + r * wstride + g * kLanes + v * N));
+        const VF wv = InRegister(hn::LoadU(df, W + r * wstride + (g - wg0) * kLanes + v * N));
         for (size_t t = 0; t < TT; ++t) acc[r][t][v] = hn::MulAdd(wv, xv[t][v], acc[r][t][v]);
       }
   }
   if constexpr (kLast) {
     float out[R * TT];
-    FinishMany<kInterleaved>(&acc[0][0][0], R * TT, out);
+    FinishMany<kInterleaved, R * TT>(&acc[0][0][0], out);
     for (size_t r = 0; r < R; ++r)
       for (size_t t = 0; t < TT; ++t) Y[(t0 + t) * rows + o0 + r] = out[r * TT + t];
   } else {
@@ -592,106 +629,150 @@ HWY_INLINE void PanelTile(const float* W, size_t wstride, const float* x, size_t
 }
 
 template <size_t R, size_t TT, bool kInterleaved>
-HWY_INLINE void PanelChunk(const float* W, size_t wstride, const float* x, size_t xstride, size_t g0, size_t g1,
-                           size_t groups, VF* sums, float* Y, size_t rows, size_t o0, size_t t0) {
+HWY_INLINE void PanelChunk(const float* W, size_t wstride, size_t wg0, const float* x, size_t xstride, size_t g0,
+                           size_t g1, size_t groups, VF* sums, float* Y, size_t rows, size_t o0, size_t t0) {
   const bool first = g0 == 0, last = g1 == groups;
   if (first && last)
-    PanelTile<R, TT, kInterleaved, true, true>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+    PanelTile<R, TT, kInterleaved, true, true>(W, wstride, wg0, x, xstride, g0, g1, sums, Y, rows, o0, t0);
   else if (first)
-    PanelTile<R, TT, kInterleaved, true, false>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+    PanelTile<R, TT, kInterleaved, true, false>(W, wstride, wg0, x, xstride, g0, g1, sums, Y, rows, o0, t0);
   else if (last)
-    PanelTile<R, TT, kInterleaved, false, true>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+    PanelTile<R, TT, kInterleaved, false, true>(W, wstride, wg0, x, xstride, g0, g1, sums, Y, rows, o0, t0);
   else
-    PanelTile<R, TT, kInterleaved, false, false>(W, wstride, x, xstride, g0, g1, sums, Y, rows, o0, t0);
+    PanelTile<R, TT, kInterleaved, false, false>(W, wstride, wg0, x, xstride, g0, g1, sums, Y, rows, o0, t0);
 }
 
-// All T input rows against R weight rows (position order, `wstride` floats
-// apart): column chunk by column chunk, each chunk's weight rows reused by
-// every input tile. `sums` holds T x R x kVecs vectors.
-template <size_t R, bool kInterleaved>
-HWY_NOINLINE void PanelRows(const float* W, size_t wstride, const float* Xp, size_t T, size_t groups, float* Y,
-                            size_t rows, size_t o0, VF* sums) {
-  const size_t xstride = groups * kLanes;
+// Weight rows for PanelRows, in fp32 position order: F32 rows used in place,
+// or rows decoded one column chunk at a time into `buf` right before the
+// tiles use them (so they are read back from L1, never from L2).
+struct InPlaceRows {
+  const float* W;
+  size_t wstride;
+  template <size_t R>
+  const float* Chunk(size_t /*g0*/, size_t /*g1*/, size_t& stride, size_t& wg0) const {
+    stride = wstride;
+    wg0 = 0;
+    return W;
+  }
+};
+template <class Rows>
+struct DecodedChunks {
+  const Rows& rows_of;
+  size_t o0, groups, full_groups;
+  float* buf;  // kPanelR rows x kPanelK groups
+  template <size_t R>
+  const float* Chunk(size_t g0, size_t g1, size_t& stride, size_t& wg0) const {
+    const DF df;
+    stride = kPanelK * kLanes;
+    wg0 = g0;
+    const size_t full_end = std::min(g1, full_groups);
+    // The bytes the next chunk will decode: these rows' next columns, or
+    // the next rows' first ones (weights just read from a drive sit in DRAM).
+    for (size_t r = 0; r < R; ++r) {
+      if (g1 < groups)
+        rows_of.PrefetchGroups(o0 + r, g1, std::min(groups, g1 + kPanelK));
+      else
+        rows_of.PrefetchGroups(o0 + R + r, 0, std::min(groups, kPanelK));
+    }
+    for (size_t r = 0; r < R; ++r) {
+      const typename Rows::Row row = rows_of.row(o0 + r);
+      float* dst = buf + r * stride;
+      VF w[kVecs];
+#pragma GCC unroll 4
+      for (size_t g = g0; g < full_end; ++g) {
+        row.Load(g, w);
+        for (size_t v = 0; v < kVecs; ++v) hn::Store(w[v], df, dst + (g - g0) * kLanes + v * N);
+      }
+      if (full_groups < g1) {  // the zero-padded last group
+        row.LoadTail(full_groups, w);
+        for (size_t v = 0; v < kVecs; ++v) hn::Store(w[v], df, dst + (full_groups - g0) * kLanes + v * N);
+      }
+    }
+    return buf;
+  }
+};
+
+// All T input rows against R weight rows: column chunk by column chunk,
+// each chunk's weight rows reused by every input tile. `sums` holds
+// T x R x kVecs vectors.
+template <size_t R, bool kInterleaved, class Source>
+HWY_NOINLINE void PanelRows(const Source& src, const float* Xp, size_t T, size_t groups, float* Y, size_t rows,
+                            size_t o0, VF* sums) {
+  const size_t xstride = RowStride(groups);
   for (size_t g0 = 0; g0 < groups; g0 += kPanelK) {
     const size_t g1 = std::min(groups, g0 + kPanelK);
+    size_t wstride, wg0;
+    const float* W = src.template Chunk<R>(g0, g1, wstride, wg0);
     size_t t = 0;
     for (; t + kPanelT <= T; t += kPanelT)
-      PanelChunk<R, kPanelT, kInterleaved>(W, wstride, Xp + t * xstride, xstride, g0, g1, groups,
+      PanelChunk<R, kPanelT, kInterleaved>(W, wstride, wg0, Xp + t * xstride, xstride, g0, g1, groups,
                                            sums + t * R * kVecs, Y, rows, o0, t);
     for (; t < T; ++t)
-      PanelChunk<R, 1, kInterleaved>(W, wstride, Xp + t * xstride, xstride, g0, g1, groups, sums + t * R * kVecs, Y,
-                                     rows, o0, t);
+      PanelChunk<R, 1, kInterleaved>(W, wstride, wg0, Xp + t * xstride, xstride, g0, g1, groups,
+                                     sums + t * R * kVecs, Y, rows, o0, t);
   }
 }
 
-// `n` (< kPanelR) leftover weight rows.
-template <bool kInterleaved>
-void PanelRowsTail(size_t n, const float* W, size_t wstride, const float* Xp, size_t T, size_t groups, float* Y,
-                   size_t rows, size_t o0, VF* sums) {
+// `n` (< kPanelR) leftover weight rows; make(r) gives the source of the rows
+// from the r-th leftover row on.
+template <bool kInterleaved, class Make>
+void PanelRowsTail(size_t n, const Make& make, const float* Xp, size_t T, size_t groups, float* Y, size_t rows,
+                   size_t o0, VF* sums) {
   switch (n) {
-    case 1: return PanelRows<1, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
-    case 2: return PanelRows<2, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
-    case 3: return PanelRows<3, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
-    case 4: return PanelRows<4, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
-    case 5: return PanelRows<5, kInterleaved>(W, wstride, Xp, T, groups, Y, rows, o0, sums);
+    case 1: return PanelRows<1, kInterleaved>(make(0), Xp, T, groups, Y, rows, o0, sums);
+    case 2: return PanelRows<2, kInterleaved>(make(0), Xp, T, groups, Y, rows, o0, sums);
+    case 3: return PanelRows<3, kInterleaved>(make(0), Xp, T, groups, Y, rows, o0, sums);
+    case 4: return PanelRows<4, kInterleaved>(make(0), Xp, T, groups, Y, rows, o0, sums);
+    case 5: return PanelRows<5, kInterleaved>(make(0), Xp, T, groups, Y, rows, o0, sums);
     default:
-      for (size_t r = 0; r < n; ++r)
-        PanelRows<1, kInterleaved>(W + r * wstride, wstride, Xp, T, groups, Y, rows, o0 + r, sums);
+      for (size_t r = 0; r < n; ++r) PanelRows<1, kInterleaved>(make(r), Xp, T, groups, Y, rows, o0 + r, sums);
   }
 }
 
-// Rows [b, e) of the product through decoded panels. F32 weights whose rows
-// are whole groups are used in place (nothing to decode).
+// Rows [b, e) of the product, kPanelR rows at a time: F32 weights whose rows
+// are whole groups are used in place; other formats are decoded a column
+// chunk at a time into an L1-sized buffer.
+// Input rows are taken kPanelTBlock at a time, so that a column chunk of
+// them (64 rows x kPanelK groups: 192 KiB) stays in L2 while every weight
+// tile passes over it; each chunk of weights is decoded once per block.
+constexpr size_t kPanelTBlock = 64;
+
 template <class Rows>
 void PanelBlock(const Rows& rows_of, size_t b, size_t e, size_t groups, size_t full_groups, const float* Xp,
                 size_t T, size_t rows, float* Y) {
   constexpr bool kIl = Rows::kInterleaved;
-  const size_t stride = groups * kLanes;
-  // Partial sums carried between column chunks: [T][kPanelR][kVecs].
+  // Partial sums carried between column chunks: [rows of a block][kPanelR][kVecs].
   thread_local hwy::AlignedFreeUniquePtr<float[]> sums_buf;
-  thread_local size_t sums_cap = 0;
-  if (sums_cap < T * kPanelR * kLanes) {
-    sums_buf = hwy::AllocateAligned<float>(T * kPanelR * kLanes);
-    sums_cap = T * kPanelR * kLanes;
-  }
+  if (!sums_buf) sums_buf = hwy::AllocateAligned<float>(kPanelTBlock * kPanelR * kLanes);
   VF* sums = reinterpret_cast<VF*>(sums_buf.get());
-  if constexpr (Rows::kInPlace) {
-    if (full_groups == groups) {
-      size_t o = b;
-      for (; o + kPanelR <= e; o += kPanelR)
-        PanelRows<kPanelR, kIl>(rows_of.row_data(o), stride, Xp, T, groups, Y, rows, o, sums);
-      if (o < e) PanelRowsTail<kIl>(e - o, rows_of.row_data(o), stride, Xp, T, groups, Y, rows, o, sums);
-      return;
-    }
-  }
-  size_t P = kPanelBytes / (stride * sizeof(float)) / kPanelR * kPanelR;
-  P = std::min<size_t>(std::max<size_t>(P, kPanelR), 8 * kPanelR);
-  thread_local hwy::AlignedFreeUniquePtr<float[]> panel;
-  thread_local size_t capacity = 0;
-  if (capacity < P * stride) {
-    panel = hwy::AllocateAligned<float>(P * stride);
-    capacity = P * stride;
-  }
-  const DF df;
-  for (size_t o0 = b; o0 < e; o0 += P) {
-    const size_t n = std::min(P, e - o0);
-    for (size_t r = 0; r < n; ++r) {
-      const typename Rows::Row row = rows_of.row(o0 + r);
-      float* dst = panel.get() + r * stride;
-      VF w[kVecs];
-      for (size_t g = 0; g < full_groups; ++g) {
-        row.Load(g, w);
-        for (size_t v = 0; v < kVecs; ++v) hn::Store(w[v], df, dst + g * kLanes + v * N);
-      }
-      if (full_groups < groups) {
-        row.LoadTail(full_groups, w);
-        for (size_t v = 0; v < kVecs; ++v) hn::Store(w[v], df, dst + full_groups * kLanes + v * N);
+  thread_local hwy::AlignedFreeUniquePtr<float[]> chunk_buf;
+  if (!chunk_buf) chunk_buf = hwy::AllocateAligned<float>(kPanelR * kPanelK * kLanes);
+  float* buf = chunk_buf.get();
+  const bool in_place = Rows::kInPlace && full_groups == groups;
+  const size_t wstride = groups * kLanes;  // in place: the weights' own rows
+  for (size_t t0 = 0; t0 < T; t0 += kPanelTBlock) {
+    const size_t Tb = std::min(kPanelTBlock, T - t0);
+    const float* Xb = Xp + t0 * RowStride(groups);
+    float* Yb = Y + t0 * rows;
+    size_t o = b;
+    if constexpr (Rows::kInPlace) {
+      if (in_place) {
+        for (; o + kPanelR <= e; o += kPanelR)
+          PanelRows<kPanelR, kIl>(InPlaceRows{rows_of.row_data(o), wstride}, Xb, Tb, groups, Yb, rows, o, sums);
+        if (o < e)
+          PanelRowsTail<kIl>(
+              e - o, [&](size_t r) { return InPlaceRows{rows_of.row_data(o + r), wstride}; }, Xb, Tb, groups, Yb,
+              rows, o, sums);
+        continue;
       }
     }
-    size_t r = 0;
-    for (; r + kPanelR <= n; r += kPanelR)
-      PanelRows<kPanelR, kIl>(panel.get() + r * stride, stride, Xp, T, groups, Y, rows, o0 + r, sums);
-    if (r < n) PanelRowsTail<kIl>(n - r, panel.get() + r * stride, stride, Xp, T, groups, Y, rows, o0 + r, sums);
+    for (; o + kPanelR <= e; o += kPanelR)
+      PanelRows<kPanelR, kIl>(DecodedChunks<Rows>{rows_of, o, groups, full_groups, buf}, Xb, Tb, groups, Yb, rows, o,
+                              sums);
+    if (o < e)
+      PanelRowsTail<kIl>(
+          e - o, [&](size_t r) { return DecodedChunks<Rows>{rows_of, o + r, groups, full_groups, buf}; }, Xb, Tb,
+          groups, Yb, rows, o, sums);
   }
 }
 
@@ -798,7 +879,7 @@ float DotF32(const float* a, const float* b, size_t n) {
       acc[v] = hn::MulAdd(hn::Load(df, ta + v * N), hn::Load(df, tb + v * N), acc[v]);
   }
   float out;
-  FinishMany<false>(acc, 1, &out);
+  FinishMany<false, 1>(acc, &out);
   return out;
 }
 

@@ -54,6 +54,8 @@ void situ_mlp(const ModelConfig& cfg, const Matrix& gate, const Matrix& up, cons
 struct MoeStats {
   uint64_t experts = 0, bytes = 0;
   double seconds_acquire = 0;  // compute idle waiting for experts (begin + waits; per pool thread when parallel)
+  double seconds_products = 0; // routed experts' products, summed over threads
+  double seconds_shared = 0;   // the fused shared experts (and the next layer's guess)
 };
 
 // Guesses the next MoE layer's experts once this layer's shared experts are

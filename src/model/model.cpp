@@ -314,6 +314,8 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
       DF_TRY(layers::moe(cfg_, L, l, *experts_, x, T, f, ws, pool, &ms, route_observer_, session.length,
                          guess ? &guesser : nullptr));
       st.seconds_expert_wait += ms.seconds_acquire;
+      st.seconds_expert_products += ms.seconds_products;
+      st.seconds_shared += ms.seconds_shared;
       st.expert_bytes += ms.bytes;
       st.experts_used += ms.experts;
     }

@@ -24,6 +24,9 @@ namespace deltafin {
 struct ForwardStats {
   double seconds_kda = 0, seconds_mla = 0, seconds_dense = 0, seconds_moe = 0, seconds_head = 0;
   double seconds_expert_wait = 0;  // compute idle waiting for experts (ExpertSource begin/wait)
+  // Routed experts' products (gather, W1/W3, SiTU, W2, scatter), summed over
+  // the threads that ran them, and the shared experts' wall time.
+  double seconds_expert_products = 0, seconds_shared = 0;
   uint64_t rows = 0;
   uint64_t expert_bytes = 0;       // routed expert bytes used (union per layer per block)
   uint64_t experts_used = 0;

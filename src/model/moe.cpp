@@ -75,44 +75,53 @@ void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, std::span<const
 // the threads instead. Each expert writes only its own route slots, so the
 // order in which experts finish cannot change any value. Returns the
 // compute's idle time waiting for experts (per pool thread when parallel).
-Result<double> compute_tile(const ModelConfig& cfg, ExpertSource& src, size_t first, size_t n, const float* lat,
-                            float* route_out, Workspace& ws, ThreadPool* pool) {
+struct TileTimes {
+  double waited = 0;    // per pool thread
+  double products = 0;  // summed over threads
+};
+Result<TileTimes> compute_tile(const ModelConfig& cfg, ExpertSource& src, size_t first, size_t n, const float* lat,
+                               float* route_out, Workspace& ws, ThreadPool* pool) {
   auto slots_of = [&](size_t u) {
     const size_t a = size_t(ws.slot_start[first + u]), b = size_t(ws.slot_start[first + u + 1]);
     return std::span<const int>(ws.slot_list.data() + a, b - a);
   };
   const size_t P = size_t(pool->size());
+  TileTimes times;
   if (P == 1 || n < P) {
-    double waited = 0;
     for (size_t u = 0; u < n; ++u) {
       const auto w0 = Clock::now();
       DF_TRY(src.wait(u));
-      waited += since(w0);
+      const auto c0 = Clock::now();
+      times.waited += std::chrono::duration<double>(c0 - w0).count();
       run_expert(cfg, ws.expert_views[u], slots_of(u), lat, route_out, ws.threads[0], pool);
+      times.products += since(c0) * double(P);
     }
-    return waited;
+    return times;
   }
   std::mutex mu;
   Status failed;
-  double thread_wait = 0;
   std::atomic<size_t> next{0};
   pool->parallel_for(P, 1, [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) {
-      double my_wait = 0;
+      double my_wait = 0, my_products = 0;
       Status my_status;
       for (size_t u = next++; u < n && my_status.ok(); u = next++) {
         const auto w0 = Clock::now();
         my_status = src.wait(u);
-        my_wait += since(w0);
-        if (my_status.ok()) run_expert(cfg, ws.expert_views[u], slots_of(u), lat, route_out, ws.threads[i], nullptr);
+        const auto c0 = Clock::now();
+        my_wait += std::chrono::duration<double>(c0 - w0).count();
+        if (!my_status.ok()) break;
+        run_expert(cfg, ws.expert_views[u], slots_of(u), lat, route_out, ws.threads[i], nullptr);
+        my_products += since(c0);
       }
       std::lock_guard<std::mutex> lock(mu);
-      thread_wait += my_wait;
+      times.waited += my_wait / double(P);
+      times.products += my_products;
       if (failed.ok() && !my_status.ok()) failed = my_status;
     }
   });
   DF_TRY(failed);
-  return thread_wait / double(P);
+  return times;
 }
 
 }  // namespace
@@ -187,11 +196,14 @@ Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSourc
     waited += since(t0);
     if (first == 0) {
       // The fused shared experts need no routed expert: compute them while the reads are in flight.
+      const auto s0 = Clock::now();
       situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, shared, ws, pool);
       if (guesser) guesser->guess(shared, T);
+      if (stats) stats->seconds_shared += since(s0);
     }
-    DF_ASSIGN(const double tile_wait, compute_tile(cfg, src, first, n, lat, route_out, ws, pool));
-    waited += tile_wait;
+    DF_ASSIGN(const TileTimes tile, compute_tile(cfg, src, first, n, lat, route_out, ws, pool));
+    waited += tile.waited;
+    if (stats) stats->seconds_products += tile.products;
   }
   if (stats) {
     stats->seconds_acquire += waited;

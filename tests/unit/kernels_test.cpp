@@ -102,7 +102,7 @@ class PinTarget {
   ~PinTarget() { hwy::SetSupportedTargetsForTest(0); }
 };
 
-const std::vector<size_t> kTs = {1, 2, 3, 7, 16, 33};
+const std::vector<size_t> kTs = {1, 2, 3, 7, 16, 33, 70};  // 70: two blocks of the panel path
 
 struct Pools {
   ThreadPool one{1}, two{2}, three{3};
@@ -138,7 +138,7 @@ void check_current_target(Pools& pools, std::mt19937& rng) {
   const std::vector<std::pair<size_t, size_t>> shapes = {{1, 1},   {5, 31},   {17, 32}, {33, 33},
                                                          {40, 100}, {19, 257}, {23, 801}, {11, 1600}};
   for (auto [rows, cols] : shapes) {
-    const auto X = wild_floats(33 * cols, rng);
+    const auto X = wild_floats(70 * cols, rng);
     const auto Wf = wild_floats(rows * cols, rng);
     check_all("f32", rows, cols, X, pools,
               [&](const float* x, size_t T, float* y, ThreadPool* p) { matmul_f32(Wf.data(), rows, cols, x, T, y, p); },
@@ -157,7 +157,7 @@ void check_current_target(Pools& pools, std::mt19937& rng) {
   }
   const std::vector<std::pair<size_t, size_t>> mx_shapes = {{1, 32}, {7, 64}, {18, 96}, {37, 320}, {29, 1600}};
   for (auto [rows, cols] : mx_shapes) {
-    const auto X = wild_floats(33 * cols, rng);
+    const auto X = wild_floats(70 * cols, rng);
     const auto m = wild_mxfp4(rows, cols, rng);
     check_all(
         "mxfp4", rows, cols, X, pools,
