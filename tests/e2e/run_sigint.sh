@@ -9,6 +9,17 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; echo "--- stderr:"; cat "$T/err.txt" 2>/dev/null || true; exit 1; }
 "$BIN" make-model --preset tiny --out "$T/model" --seed 3 > /dev/null
+# Waits until the process catches SIGINT (bit 2 of SigCgt): generation has
+# begun, so a SIGINT now is run's to handle (before it, it would just kill).
+caught() {
+  local mask
+  for _ in $(seq 1 1500); do
+    mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null || true)
+    [[ -n $mask ]] && (( (16#$mask & 2) != 0 )) && return 0
+    sleep 0.02
+  done
+  return 1
+}
 
 # 1. During decode: endless generation, SIGINT once some tokens are out.
 "$BIN" run --model "$T/model" --prompt-ids 1,2,3 --max-new 16000000 --print-ids --threads 2 --stats \
@@ -32,7 +43,8 @@ ids=$(seq -s, 1 4000 | awk -F, '{for (i = 1; i <= NF; i++) printf "%s%d", (i > 1
 "$BIN" run --model "$T/model" --prompt-ids "$ids" --prefill-chunk 16 --max-new 4 --print-ids --threads 2 --stats \
   > "$T/out.txt" 2> "$T/err.txt" &
 pid=$!
-sleep 1
+caught "$pid" || fail "prefill: SIGINT handler never installed"
+sleep 0.3
 kill -INT "$pid"
 rc=0; wait "$pid" || rc=$?
 [[ $rc == 130 ]] || fail "prefill: exit $rc after SIGINT, want 130"
@@ -45,7 +57,7 @@ done_tokens=$(sed -n 's/^interrupted: \([0-9]*\) of 4000 prompt tokens and 0 gen
 "$BIN" run --model "$T/model" --prompt-ids "$ids" --prefill-chunk 4000 --max-new 4 --print-ids --threads 1 --stats \
   > "$T/out.txt" 2> "$T/err.txt" &
 pid=$!
-sleep 1
+caught "$pid" || fail "second SIGINT: handler never installed"
 kill -INT "$pid"
 sleep 0.2
 t0=$(date +%s.%N)
