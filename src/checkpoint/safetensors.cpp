@@ -54,17 +54,47 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+// Where byte `pos` of a JSON text stands, found lexically: inside a string
+// literal (quotes toggle, a backslash escapes the next byte) or not; for one
+// inside, where its quotes are and whether it is a key (a ':' follows it).
+struct StringAt {
+  bool inside = false, key = false;
+  size_t begin = 0, end = 0;  // the literal's contents, without quotes
+};
+StringAt string_at(std::string_view s, size_t pos) {
+  bool in = false;
+  size_t open = 0;
+  for (size_t i = 0; i < pos; ++i) {
+    if (in && s[i] == '\\') ++i;
+    else if (s[i] == '"') in = !in, open = i;
+  }
+  if (!in) return {};
+  StringAt at{true, false, open + 1, s.size()};
+  for (size_t i = pos; i < s.size(); ++i) {
+    if (s[i] == '\\') ++i;
+    else if (s[i] == '"') {
+      at.end = i;
+      size_t j = i + 1;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r')) ++j;
+      at.key = j < s.size() && s[j] == ':';
+      break;
+    }
+  }
+  return at;
+}
+
 // Names must be UTF-8 (the JSON parser would reject them too, but with a
-// message that quotes raw bytes). Name the quoted string holding the bad byte.
+// message that quotes raw bytes). Name the quoted string holding the bad
+// byte; a bad byte outside any string is left to the JSON parser, which
+// reports the header as invalid JSON (random bytes are not a tensor name).
 Status check_header_utf8(const std::string& path, std::string_view header) {
   const size_t bad = first_invalid_utf8(header);
   if (bad == std::string_view::npos) return {};
-  const size_t open = header.rfind('"', bad);
-  const size_t begin = open == std::string_view::npos ? 0 : open + 1;
-  const size_t close = header.find('"', bad);
-  const size_t end = close == std::string_view::npos ? header.size() : close;
-  return error("{}: tensor '{}': name is not valid UTF-8 (header byte {})", path,
-               printable(header.substr(begin, std::min<size_t>(end - begin, 200))), bad);
+  const StringAt at = string_at(header, bad);
+  if (!at.inside) return {};
+  const std::string text = printable(header.substr(at.begin, std::min<size_t>(at.end - at.begin, 200)));
+  if (at.key) return error("{}: tensor '{}': name is not valid UTF-8 (header byte {})", path, text, bad);
+  return error("{}: header string '{}' is not valid UTF-8 (header byte {})", path, text, bad);
 }
 
 struct DuplicateKeyFinder : nlohmann::json_sax<nlohmann::json> {
@@ -120,6 +150,13 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   f->header_len_ = hlen;
   std::string_view header(reinterpret_cast<const char*>(mapped->data() + 8), hlen);
 
+  // A header is one JSON object: bytes that do not even start one are
+  // damage, not a tensor with a bad name.
+  const size_t first = header.find_first_not_of(" \t\n\r");
+  if (first == std::string_view::npos) return error("{}: header is not valid JSON: it is empty", path);
+  if (header[first] != '{')
+    return error("{}: header is not valid JSON: it starts with byte 0x{:02x} at header byte {}, not '{{'", path,
+                 uint8_t(header[first]), first);
   DF_TRY(check_header_utf8(path, header));
   // A first SAX pass catches duplicate top-level names (a DOM parse silently
   // keeps the last one). nlohmann's callback parser is quadratic in the

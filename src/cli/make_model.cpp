@@ -35,6 +35,12 @@ int run_make_model(const MakeModelArgs& a) {
   auto preset = find_preset(a.preset, a.experts_gb);
   if (!preset.ok()) return fail(preset.message());
   if (a.store.empty() != a.drives.empty()) return fail("--store and --drive go together");
+  PrepareOptions o;
+  o.model_dir = a.out, o.out_dir = a.store, o.drives = a.drives, o.pause_ms = a.pause_ms, o.quiet = a.quiet;
+  // Before the spine is written: a missing drive root or a store inside the
+  // spine directory is refused with nothing left behind.
+  if (!a.store.empty())
+    if (Status s = check_prepare_paths(o); !s.ok()) return fail(s.message());
   if (preset->name == "k3-shaped") print_expert_sizes(*preset);
   if (a.store.empty()) {
     if (Status s = make_model(*preset, a.out, a.seed); !s.ok()) return fail(s.message());
@@ -48,8 +54,6 @@ int run_make_model(const MakeModelArgs& a) {
   if (!a.quiet) std::printf("wrote %s spine checkpoint and expert generator record (seed %llu) to %s\n", preset->name.c_str(),
                             static_cast<unsigned long long>(a.seed), a.out.c_str());
   std::fflush(stdout);
-  PrepareOptions o;
-  o.model_dir = a.out, o.out_dir = a.store, o.drives = a.drives, o.pause_ms = a.pause_ms, o.quiet = a.quiet;
   if (Status s = prepare_store(o); !s.ok()) return fail(s.message());
   return 0;
 }

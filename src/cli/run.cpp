@@ -1,5 +1,9 @@
 // `deltafin run`: greedy generation from a prompt, streamed as it is decided.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -52,6 +56,30 @@ void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
                  "%.3f s\n",
                  f.seconds_expert_products, f.expert_bytes / 1e9 / f.seconds_expert_products, f.seconds_shared);
 }
+
+// SIGINT: the first stops generation at the next prompt block or decode step
+// (the stats gathered so far are printed, exit 130); a second exits at once.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_sigint(int) {
+  if (g_interrupted) _exit(130);
+  g_interrupted = 1;
+  static const char kMsg[] = "\ninterrupted: stopping after this step (Ctrl-C again to exit now)\n";
+  ssize_t n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  (void)n;
+}
+
+// Installs on_sigint for its lifetime (generation only: loading stays killable).
+struct SigintGuard {
+  struct sigaction old {};
+  SigintGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+  }
+  ~SigintGuard() { sigaction(SIGINT, &old, nullptr); }
+};
 
 // One JSON line per (position, layer): {"pos":P,"layer":L,"experts":[...]} in route order.
 void write_route_trace(std::FILE* f, int64_t pos0, int layer, size_t rows, int k, std::span<const int> ids) {
@@ -147,6 +175,7 @@ int run(const RunOptions& o) {
   g.max_new = o.max_new;
   g.prefill_chunk = o.prefill_chunk;
   g.stop_ids = prompt.stop_ids;
+  g.interrupted = [] { return g_interrupted != 0; };
   GenerateStats stats;
   bool write_failed = false;
   auto last = Clock::now();
@@ -172,7 +201,12 @@ int run(const RunOptions& o) {
     last = Clock::now();  // printing is not part of the next step
     return !write_failed;
   };
-  Status s = generate(model, session, prompt.ids, g, on_token, &stats);
+  Status s;
+  {
+    SigintGuard sigint;
+    s = generate(model, session, prompt.ids, g, on_token, &stats);
+  }
+  const bool interrupted = g_interrupted != 0;
   if (prompt.detok && !o.print_ids) {
     std::string rest = prompt.detok(-1);  // flush held-back bytes
     std::fwrite(rest.data(), 1, rest.size(), stdout);
@@ -183,6 +217,9 @@ int run(const RunOptions& o) {
   if (!s.ok()) return fail(s.message());
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
   model.set_route_observer({});
+  if (interrupted)
+    std::fprintf(stderr, "interrupted: %lld of %lld prompt tokens and %lld generated tokens done\n",
+                 (long long)stats.prompt_tokens, (long long)prompt_len, (long long)stats.generated_tokens);
   if (o.stats) print_stats(stats, model.config());
   if (!o.stats_json.empty()) {
     describe_source(sm, rec);
@@ -203,10 +240,11 @@ int run(const RunOptions& o) {
   }
   if (o.stats && sm.source) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    std::fprintf(stderr, "%s\n", spine_check_line(sm, o.store).c_str());
     for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait, probe_before))
       std::fprintf(stderr, "%s\n", line.c_str());
   }
-  return 0;
+  return interrupted ? 130 : 0;
 }
 
 void setup(CLI::App& app) {

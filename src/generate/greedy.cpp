@@ -22,13 +22,17 @@ Status generate(Model& model, Session& session, std::span<const int32_t> prompt,
   std::vector<float> logits;
   auto t0 = Clock::now();
   for (size_t i = 0; i < prompt.size(); i += size_t(opt.prefill_chunk)) {
+    if (opt.interrupted && opt.interrupted()) {
+      st.prefill_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      return {};
+    }
     const size_t n = std::min(prompt.size() - i, size_t(opt.prefill_chunk));
     const bool last = i + n == prompt.size();
     DF_TRY(model.forward(prompt.subspan(i, n), session, last ? Logits::LastRow : Logits::None, &logits,
                          &st.forward));
+    st.prompt_tokens += int64_t(n);
   }
   st.prefill_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  st.prompt_tokens += int64_t(prompt.size());
   if (opt.max_new <= 0) return {};
 
   t0 = Clock::now();
@@ -37,6 +41,7 @@ Status generate(Model& model, Session& session, std::span<const int32_t> prompt,
     st.generated_tokens++;
     const bool stop = std::find(opt.stop_ids.begin(), opt.stop_ids.end(), tok) != opt.stop_ids.end();
     if (!on_token(tok, logits) || stop || step + 1 >= opt.max_new) break;
+    if (opt.interrupted && opt.interrupted()) break;
     // The newest token is pending: run it to decide the next one.
     DF_TRY(model.forward(std::span<const int32_t>(&tok, 1), session, Logits::LastRow, &logits, &st.forward));
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -40,6 +41,8 @@ class ReadJob {
   std::vector<char> tried;      // per replica: a whole-span attempt failed there, or it is unusable
   int attempt = -1;             // replica of the current whole-span attempt; -1 for a split read
   std::string failures;         // "; "-separated reasons, for the final error
+  std::string last_failure;     // the latest attempt's reason, for the retry's log line
+  int failed_attempts = 0;
 };
 
 namespace {
@@ -97,6 +100,24 @@ struct ReadEngine::Impl {
   std::atomic<uint64_t> checksum_ns{0}, checksum_bytes{0};
 
   uint64_t total_bytes(const Drive& d) const { return d.st.bytes[0] + d.st.bytes[1]; }
+
+  void log(const std::string& line) const {
+    if (opts.log) opts.log(line);
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  // The file's reads go buffered from now on (logged once per file).
+  void direct_refused(FileEntry& f) {
+    if (f.direct.exchange(false))
+      log(fmt::format("store read: {}: O_DIRECT read refused (EINVAL); buffered reads for this file from now on", f.path));
+  }
+
+  // With j.mu held: a failed attempt's reason, for the error and the log.
+  void note_failure(ReadJob& j, std::string why) {
+    j.failures += (j.failures.empty() ? "" : "; ") + why;
+    j.last_failure = std::move(why);
+    j.failed_attempts++;
+  }
 
   // A chunk may start on this drive now; with d.mu held.
   bool pick(Drive& d, Purpose& p) const {
@@ -197,6 +218,9 @@ struct ReadEngine::Impl {
   void finish(ReadJob& j, Status s) {  // with j.mu held
     j.done = true;
     j.result = std::move(s);
+    if (j.result.ok() && j.failed_attempts > 0 && j.attempt >= 0)
+      log(fmt::format("store read: {}: healed: read from {} after {} failed attempt{}", j.req.label,
+                      where(j.req.replicas[j.attempt].file), j.failed_attempts, j.failed_attempts == 1 ? "" : "s"));
     if (j.result.ok()) reads_ok++;
     else if (j.cancelled) reads_cancelled++;
     else reads_failed++;
@@ -235,8 +259,8 @@ struct ReadEngine::Impl {
     std::unique_lock<std::mutex> lock(j.mu);
     if (err) {
       j.part_failed = true;
-      j.failures += fmt::format("{}{}: {}", j.failures.empty() ? "" : "; ", where(c.file),
-                                err > 0 ? std::strerror(err) : "short read (file truncated?)");
+      note_failure(j, fmt::format("{}: {} at offset {}", where(c.file),
+                                  err > 0 ? std::strerror(err) : "short read (file truncated?)", c.offset));
     }
     if (--j.pending > 0) return;
     j.bytes_in_at = Clock::now();
@@ -264,7 +288,10 @@ struct ReadEngine::Impl {
       d.st.retries_from++;
     }
     retries++;
-    return next_attempt(h);
+    auto next = next_attempt(h);
+    if (next)
+      log(fmt::format("store read: {}: {}; retrying on {}", j.req.label, j.last_failure, where(next->file)));
+    return next;
   }
 
   // In the waiting thread, with j.mu held via `lock`: checks the payload.
@@ -289,11 +316,10 @@ struct ReadEngine::Impl {
         std::lock_guard<std::mutex> dl(d.mu);
         d.st.checksum_errors++;
       }
-      j.failures += fmt::format("{}{}: checksum mismatch at offset {} (xxh3 {} != manifest {})",
-                                j.failures.empty() ? "" : "; ", where(file), j.req.replicas[j.attempt].offset, sum.hex(),
-                                j.req.checksum.hex());
+      note_failure(j, fmt::format("{}: checksum mismatch at offset {} (xxh3 {} != manifest {})", where(file),
+                                  j.req.replicas[j.attempt].offset, sum.hex(), j.req.checksum.hex()));
     } else {
-      j.failures += fmt::format("{}checksum mismatch on a read split across replicas", j.failures.empty() ? "" : "; ");
+      note_failure(j, "checksum mismatch on a read split across replicas");
     }
     auto next = retry(h);
     if (next) {
@@ -311,7 +337,7 @@ struct ReadEngine::Impl {
       ssize_t n = ::pread(direct ? f.fd_direct : f.fd_buffered, c.dest + c.done, c.len - c.done, off_t(c.offset + c.done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EINVAL && direct) {
-        f.direct = false;  // the filesystem refuses O_DIRECT for this read: buffered from now on
+        direct_refused(f);  // the filesystem refuses O_DIRECT for this read: buffered from now on
         continue;
       }
       if (n < 0) return errno;
@@ -388,7 +414,7 @@ struct ReadEngine::Impl {
         // queued in io_uring's workers; this thread reissues it.
         const bool again =
             res == -EAGAIN || res == -EINTR || res == -ECANCELED || (res == -EINVAL && f.direct.load());
-        if (res == -EINVAL && again) f.direct = false;
+        if (res == -EINVAL && again) direct_refused(f);
         if (res > 0) c->done += uint64_t(res);
         if (again || (res > 0 && c->done < c->len)) {  // retry, or resume a short read
           prep(d, c);

@@ -11,6 +11,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,12 @@ struct EngineOptions {
   int pread_threads = 8;         // per drive, pread backend (its queue depth)
   bool verify = true;            // check xxh3-128 of every read
   uint64_t split_min = 8 << 20;  // reads at least this long are split across replicas
+  // One line for every retry on another copy (naming the read, the copy that
+  // failed and why, and the copy tried next), every read that succeeded
+  // after a failure ("healed") and every file that falls back from O_DIRECT
+  // to buffered reads. Called from the engine's threads, so it must be
+  // thread-safe. Empty: each line goes to stderr.
+  std::function<void(const std::string&)> log;
 };
 
 struct DriveSpec {

@@ -9,13 +9,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "io/checksum.h"
 #include "io/probe.h"
 #include "model/config.h"
 #include "store/fs_util.h"
 #include "store/manifest.h"
+#include "store/manifest_check.h"
 #include "store/spine_pack.h"
+#include "store/spine_verify.h"
+#include "checkpoint/safetensors.h"
 
 namespace deltafin {
 
@@ -51,43 +55,106 @@ DoctorRow cpu_row() {
           have.empty() ? "none of sse4.2/avx2/fma/avx512 (kernels use the scalar path)" : have};
 }
 
-// Reads every copy of every expert and compares it with the manifest.
-void verify_all(const Manifest& m, std::vector<DoctorRow>& rows) {
+// Reads every copy of every expert in a file of the right size and compares
+// it with the manifest.
+void verify_all(const Manifest& m, const std::vector<std::vector<bool>>& file_ok, std::vector<DoctorRow>& rows) {
   std::vector<uint8_t> buf(m.span_bytes);
+  std::vector<int> bad_copies(m.experts.size(), 0);
   for (size_t d = 0; d < m.drives.size(); ++d) {
-    uint64_t ok = 0, bad = 0;
+    uint64_t ok = 0, bad = 0, skipped = 0;
     std::string first_bad;
     std::map<int, int> fds;
     for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)
       for (int e = 0; e < m.num_experts; ++e) {
-        const ExpertEntry& x = m.experts[mi * m.num_experts + e];
-        for (const auto& p : x.at) {
+        const size_t idx = mi * m.num_experts + e;
+        const ExpertEntry& x = m.experts[idx];
+        for (size_t k = 0; k < x.at.size(); ++k) {
+          const Placement& p = x.at[k];
           if (p.drive != int(d)) continue;
-          const std::string path = (fs::path(m.pack_dir(int(d))) / m.drives[d].packs[p.file].name).string();
+          if (!file_ok[d][p.file]) {  // missing or the wrong size: reported above, not read
+            skipped++;
+            continue;
+          }
+          const std::string path = m.pack_path(int(d), size_t(p.file));
           if (!fds.count(p.file)) fds[p.file] = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
           const int fd = fds[p.file];
           std::string why;
           if (fd < 0) {
-            why = "cannot open";
+            why = fmt::format("cannot open {}: {}", path, std::strerror(errno));
           } else {
-            ssize_t n = ::pread(fd, buf.data(), m.expert_bytes, off_t(p.offset));
-            if (n != ssize_t(m.expert_bytes)) why = "short read";
-            else if (!(xxh3_128({buf.data(), m.expert_bytes}) == x.xxh3)) why = "checksum mismatch";
+            const ssize_t n = ::pread(fd, buf.data(), m.expert_bytes, off_t(p.offset));
+            if (n < 0) {
+              why = fmt::format("read error at offset {} of {}: {}", p.offset, path, std::strerror(errno));
+            } else if (n != ssize_t(m.expert_bytes)) {
+              why = fmt::format("short read at offset {} of {} ({} of {} bytes)", p.offset, path, n, m.expert_bytes);
+            } else {
+              const Hash128 h = xxh3_128({buf.data(), m.expert_bytes});
+              if (!(h == x.xxh3))
+                why = fmt::format("checksum mismatch at offset {} of {} (xxh3-128 {}, manifest experts[{}].xxh3[{}] {})",
+                                  p.offset, path, h.hex(), mi, e, x.xxh3.hex());
+            }
           }
           if (why.empty()) {
             ok++;
           } else {
+            bad_copies[idx]++;
             if (bad++ == 0)
-              first_bad = fmt::format("layer {} expert {}: {} at offset {} of {}", m.moe_layers[mi], e, why, p.offset, path);
+              first_bad = fmt::format("layer {} expert {} (experts[{}].at[{}][{}]): {}", m.moe_layers[mi], e, mi, e, k, why);
           }
         }
       }
     for (auto& [f, fd] : fds)
       if (fd >= 0) ::close(fd);
-    rows.push_back({fmt::format("store: drive {} expert checksums", d), bad ? Verdict::Fail : Verdict::Pass,
-                    bad ? fmt::format("{} of {} spans bad; first: {}", bad, ok + bad, first_bad)
-                        : fmt::format("{} spans match the manifest", ok)});
+    std::string detail = bad ? fmt::format("{} of {} spans bad; first: {}", bad, ok + bad, first_bad)
+                             : fmt::format("{} spans match the manifest", ok);
+    if (skipped) detail += fmt::format(" ({} copies in missing or wrong-size files not read)", skipped);
+    rows.push_back({fmt::format("store: drive {} expert checksums", d), bad ? Verdict::Fail : Verdict::Pass, detail});
   }
+  // An expert whose every copy differs: either all copies are damaged or the
+  // manifest's checksum is (one edited or damaged field).
+  uint64_t none = 0;
+  std::string first;
+  for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)
+    for (int e = 0; e < m.num_experts; ++e) {
+      const size_t idx = mi * m.num_experts + e;
+      if (bad_copies[idx] == int(m.experts[idx].at.size()) && none++ == 0)
+        first = fmt::format("layer {} expert {}: no copy matches experts[{}].xxh3[{}] in the manifest", m.moe_layers[mi],
+                            e, mi, e);
+    }
+  if (none)
+    rows.push_back({"store: expert checksums vs copies", Verdict::Fail,
+                    fmt::format("{} experts have no copy matching the manifest (first: {}); with several copies this "
+                                "points at the manifest's checksum rather than the data",
+                                none, first)});
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
+}
+
+// The spine's headers (every tensor's byte range inside its file) and its
+// config.json against the manifest's model fields.
+DoctorRow spine_layout_row(const Manifest& m, const std::string& store) {
+  const std::string spine_dir = (fs::path(store) / kSpineDirName).string();
+  const char* name = "store: spine headers + model fields";
+  auto ck = Checkpoint::open(spine_dir);
+  if (!ck.ok()) return {name, Verdict::Fail, ck.message()};
+  std::set<std::string> listed;
+  for (const auto& f : m.spine_files) listed.insert(f.name);
+  for (const auto& sh : (*ck)->shards())
+    if (!listed.count(fs::path(sh->path()).filename().string()))
+      return {name, Verdict::Fail, fmt::format("{}: read by the spine's index but not listed in the manifest's spine.files", sh->path())};
+  auto cfg = ModelConfig::from_json((*ck)->config());
+  const std::string config_path = (fs::path(spine_dir) / "config.json").string();
+  if (!cfg.ok()) return {name, Verdict::Fail, fmt::format("{}: {}", config_path, cfg.message())};
+  Status st = check_manifest_model(m, *cfg, config_path);
+  if (!st.ok()) return {name, Verdict::Fail, st.message()};
+  return {name, Verdict::Pass,
+          fmt::format("{} shards, {} tensors inside their files; {} layers, {} MoE x {} experts of {} bytes as config.json says",
+                      (*ck)->shards().size(), (*ck)->tensor_count(), m.num_layers, m.moe_layers.size(), m.num_experts,
+                      m.expert_bytes)};
 }
 
 }  // namespace
@@ -103,7 +170,20 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
     rows.push_back({"host: memory", Verdict::Pass, fmt::format("{:.1f} GB available of {:.1f} GB", avail / 1e9, total / 1e9)});
     return rows;
   }
-  auto man_or = Manifest::load(store);
+  auto text = Manifest::read_text(store);
+  if (!text.ok()) {
+    rows.push_back({"store: manifest", Verdict::Fail, text.message()});
+    return rows;
+  }
+  // The manifest's own checksum first, then its contents on their own, so an
+  // edited manifest is reported both as edited and by the field that no longer fits.
+  bool sealed = false;
+  Status seal = Manifest::check_seal(text->first, text->second, &sealed);
+  rows.push_back({"store: manifest checksum", !seal.ok() ? Verdict::Fail : sealed ? Verdict::Pass : Verdict::Warn,
+                  !seal.ok() ? seal.message()
+                  : sealed   ? "manifest_xxh3 matches the manifest's contents"
+                             : kUnsealedManifestWarning});
+  auto man_or = Manifest::parse_contents(text->first, text->second);
   if (!man_or.ok()) {
     rows.push_back({"store: manifest", Verdict::Fail, man_or.message()});
     return rows;
@@ -112,28 +192,20 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
   uint64_t copies = 0;
   for (const auto& x : m.experts) copies += x.at.size();
   rows.push_back({"store: manifest", Verdict::Pass,
-                  fmt::format("version {}, {} MoE layers x {} experts, {} replicas, {} drives, placements consistent", m.version,
-                              m.moe_layers.size(), m.num_experts, copies - m.experts.size(), m.drives.size())});
+                  fmt::format("version {}, {} MoE layers x {} experts, {} replicas, {} drives; placements consistent "
+                              "(aligned, inside their packs, no overlaps, packs exactly filled)",
+                              m.version, m.moe_layers.size(), m.num_experts, copies - m.experts.size(), m.drives.size())});
+  rows.push_back(spine_layout_row(m, store));
 
-  // Spine: files present with the right size (and checksum with --full).
-  const std::string spine_dir = (fs::path(store) / kSpineDirName).string();
+  // Spine: files present with the right size (and checksum with --full), nothing unlisted.
+  const SpineCheck sc = check_spine_files(m, store, full, 1);
   uint64_t spine_bytes = 0;
-  std::string spine_bad;
-  for (const auto& f : m.spine_files) {
-    const std::string path = (fs::path(spine_dir) / f.name).string();
-    std::error_code ec;
-    const uint64_t size = fs::file_size(path, ec);
-    if (ec) spine_bad += fmt::format("{}: missing; ", path);
-    else if (size != f.size) spine_bad += fmt::format("{}: {} bytes, manifest says {}; ", path, size, f.size);
-    else if (full) {
-      auto h = xxh3_128_file(path);
-      if (!h.ok() || !(*h == f.xxh3)) spine_bad += fmt::format("{}: checksum mismatch; ", path);
-    }
+  for (const auto& f : m.spine_files)
     if (f.name.ends_with(".safetensors")) spine_bytes += f.size;
-  }
   rows.push_back({full ? "store: spine files (size + checksum)" : "store: spine files (size)",
-                  spine_bad.empty() ? Verdict::Pass : Verdict::Fail,
-                  spine_bad.empty() ? fmt::format("{} files, {:.1f} MB of tensors", m.spine_files.size(), spine_bytes / 1e6) : spine_bad});
+                  sc.problems.empty() ? Verdict::Pass : Verdict::Fail,
+                  sc.problems.empty() ? fmt::format("{} files, {:.1f} MB of tensors", m.spine_files.size(), spine_bytes / 1e6)
+                                      : join(sc.problems)});
 
   // The spine's precision: row-int8 is an explicit, lossy choice and says so.
   rows.push_back({"store: spine precision", m.spine_dtype == "int8" ? Verdict::Warn : Verdict::Pass,
@@ -184,7 +256,9 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
       const bool ok = !ec && size == p.size;
       file_ok[d].push_back(ok);
       if (ec) bad += fmt::format("{}: missing; ", path);
-      else if (!ok) bad += fmt::format("{}: {} bytes, manifest says {} (truncated?); ", path, size, p.size);
+      else if (!ok)
+        bad += fmt::format("{}: {} bytes, but drives[{}].packs[{}].size in the manifest says {} ({}); ", path, size, d,
+                           file_ok[d].size() - 1, p.size, size < p.size ? "truncated?" : "grown or replaced?");
       bytes += p.size;
     }
     rows.push_back({fmt::format("store: drive {} pack files", d), bad.empty() ? Verdict::Pass : Verdict::Fail,
@@ -205,7 +279,7 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
                   lost ? fmt::format("{} experts have no healthy copy (first: {})", lost, first_lost)
                   : degraded ? fmt::format("every expert readable; {} run on their last copy", degraded)
                              : "every copy of every expert is present"});
-  if (full) verify_all(m, rows);
+  if (full) verify_all(m, file_ok, rows);
   return rows;
 }
 

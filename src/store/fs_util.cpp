@@ -25,7 +25,9 @@ Status fsync_path(const std::string& path) {
 Status rename_durable(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
     return error("{}: cannot rename to {}: {}", from, to, std::strerror(errno));
-  return fsync_path(std::filesystem::path(to).parent_path().string());
+  // A bare file name lives in the working directory ("" is no path to open).
+  const std::string dir = std::filesystem::path(to).parent_path().string();
+  return fsync_path(dir.empty() ? "." : dir);
 }
 
 Status write_file_atomic(const std::string& path, const std::string& contents) {

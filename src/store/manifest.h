@@ -1,7 +1,10 @@
 // The store's manifest: what `prepare` wrote and where. Versioned JSON,
 // written last (rename), so a store without it is incomplete and refused.
 // Every expert has one or more placements (drive, pack file, offset) of the
-// same 4 KiB-aligned span and one xxh3-128 over its payload bytes.
+// same 4 KiB-aligned span and one xxh3-128 over its payload bytes. Since
+// version 2 the manifest also carries an xxh3-128 of its own text
+// ("manifest_xxh3", computed with that field's value set to 32 zeros), so an
+// edit or a damaged byte anywhere in it is refused before anything is read.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,10 +15,18 @@
 
 namespace deltafin {
 
-constexpr int kManifestVersion = 1;
+// Version 2 added manifest_xxh3; version 1 manifests (no checksum of their
+// own) are still read, and run/doctor warn about them (docs/STORE.md).
+constexpr int kManifestVersion = 2;
+constexpr int kOldestManifestVersion = 1;
 constexpr uint64_t kSpanAlign = 4096;
 constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kSpineDirName = "spine";
+
+// What run and doctor say about a version 1 manifest (accepted: see docs/STORE.md).
+constexpr const char* kUnsealedManifestWarning =
+    "manifest version 1 has no checksum of its own (written before manifest_xxh3 existed): the spine and every expert "
+    "read are still checked against it, but an edit to it is not detected as such; prepare the store again to add one";
 
 inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -50,7 +61,8 @@ struct ExpertEntry {
 };
 
 struct Manifest {
-  int version = kManifestVersion;
+  int version = kManifestVersion;  // as read; to_json always writes kManifestVersion
+  bool sealed = true;              // the text carried a manifest_xxh3 that matched (false: version 1)
   std::string store_id;          // names the pack directory on every drive
   std::string source_dir;
   std::vector<SourceFile> source_files;
@@ -69,12 +81,23 @@ struct Manifest {
   int moe_index(int layer) const;         // -1 if not an MoE layer
   const ExpertEntry* expert(int layer, int e) const;
 
+  // The current version, sealed with its own checksum.
   std::string to_json() const;
+  // Checks the manifest's own checksum (refusing a mismatch, or a version 2+
+  // manifest without one; a version 1 manifest is accepted with sealed =
+  // false), then parse_contents.
+  static Result<Manifest> parse(const std::string& text, const std::string& where);
   // Parses and checks every field and placement (indices in range, offsets
   // aligned, spans inside their file, no two spans overlapping, replicas on
-  // distinct drives); errors name the field.
-  static Result<Manifest> parse(const std::string& text, const std::string& where);
+  // distinct drives) without the manifest's own checksum; errors name the
+  // field. doctor uses it to say which field is wrong in an edited manifest.
+  static Result<Manifest> parse_contents(const std::string& text, const std::string& where);
+  // Only the manifest's own checksum: ok when it matches; `sealed` false and
+  // ok for a version 1 manifest (which has none).
+  static Status check_seal(const std::string& text, const std::string& where, bool* sealed);
   static Result<Manifest> load(const std::string& store_dir);
+  // The manifest's text and path ("" text: an error saying why there is none).
+  static Result<std::pair<std::string, std::string>> read_text(const std::string& store_dir);
 };
 
 }  // namespace deltafin

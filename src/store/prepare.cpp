@@ -1,5 +1,6 @@
 #include "store/prepare.h"
 
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -49,6 +50,84 @@ Result<std::pair<std::string, double>> parse_drive_arg(const std::string& arg) {
   return std::make_pair(s, rate);
 }
 
+Status check_drive_roots(const std::vector<std::string>& roots) {
+  for (const auto& r : roots) {
+    std::error_code ec;
+    const auto st = fs::status(r, ec);
+    if (!fs::exists(st))
+      return error("--drive {}: does not exist; create it (or mount the drive there) first: prepare never creates a "
+                   "drive root, so a mistyped or unmounted drive cannot fill another file system",
+                   r);
+    if (!fs::is_directory(st)) return error("--drive {}: is not a directory", r);
+  }
+  return {};
+}
+
+Result<std::vector<std::pair<std::string, double>>> parse_drive_args(const std::vector<std::string>& args) {
+  if (args.empty()) return error("give at least one --drive DIR");
+  std::vector<std::pair<std::string, double>> out;
+  std::vector<std::string> roots;
+  for (const auto& d : args) {
+    DF_ASSIGN(auto pr, parse_drive_arg(d));
+    if (std::find(roots.begin(), roots.end(), pr.first) != roots.end()) return error("--drive {}: given twice", pr.first);
+    roots.push_back(pr.first);
+    out.push_back(pr);
+  }
+  DF_TRY(check_drive_roots(roots));
+  return out;
+}
+
+namespace {
+
+// The path with every existing part resolved (symlinks, "..").
+fs::path resolved(const std::string& p) {
+  std::error_code ec;
+  fs::path r = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p).lexically_normal() : r;
+}
+
+// `inner` is `outer` or below it.
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  return std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end()).first == outer.end();
+}
+
+Status check_out_paths(const std::string& model_dir, const std::string& out_dir, const std::vector<std::string>& roots) {
+  const fs::path model = resolved(model_dir), out = resolved(out_dir);
+  if (is_within(out, model))
+    return error("--out {}: is {} the source checkpoint {}; give a store directory outside it", out_dir,
+                 out == model ? "the same directory as" : "inside", model.string());
+  if (is_within(model, out / kSpineDirName))
+    return error("--model {}: is inside {}, which prepare writes; give a store directory elsewhere", model_dir,
+                 (out / kSpineDirName).string());
+  for (const auto& r : roots)
+    if (is_within(resolved(r), model))
+      return error("--drive {}: is inside the source checkpoint {}; give a drive root outside it", r, model.string());
+  return {};
+}
+
+// The keys of two option records that differ, with both values.
+std::string option_differences(const json& before, const json& now) {
+  std::string out;
+  std::set<std::string> keys;
+  for (auto& [k, v] : before.items()) keys.insert(k);
+  for (auto& [k, v] : now.items()) keys.insert(k);
+  for (const auto& k : keys) {
+    const json a = before.contains(k) ? before[k] : json(), b = now.contains(k) ? now[k] : json();
+    if (a != b) out += fmt::format("{}{}: {} before, {} now", out.empty() ? "" : "; ", k, a.dump(), b.dump());
+  }
+  return out;
+}
+
+}  // namespace
+
+// Writing the store must not write into its own source.
+Status check_prepare_paths(const PrepareOptions& o) {
+  DF_ASSIGN(auto drive_args, parse_drive_args(o.drives));
+  std::vector<std::string> roots;
+  for (const auto& [root, rate] : drive_args) roots.push_back(root);
+  return check_out_paths(o.model_dir, o.out_dir, roots);
+}
+
 namespace {
 
 struct Unit {
@@ -70,6 +149,24 @@ struct Unit {
     return {};
   }
 };
+
+// Indices of the roots grouped by the file system (st_dev) they are on, in order of first appearance.
+std::vector<std::vector<size_t>> roots_by_device(const std::vector<std::string>& roots) {
+  std::vector<std::vector<size_t>> groups;
+  std::vector<dev_t> devs;
+  for (size_t d = 0; d < roots.size(); ++d) {
+    struct stat st {};
+    const bool ok = ::stat(roots[d].c_str(), &st) == 0;
+    auto it = ok ? std::find(devs.begin(), devs.end(), st.st_dev) : devs.end();
+    if (it == devs.end()) {
+      devs.push_back(ok ? st.st_dev : dev_t(-1) - dev_t(d));  // unstat-able: a group of its own
+      groups.push_back({d});
+    } else {
+      groups[size_t(it - devs.begin())].push_back(d);
+    }
+  }
+  return groups;
+}
 
 uint64_t file_size_or_max(const std::string& path) {
   std::error_code ec;
@@ -121,18 +218,17 @@ Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Un
 }  // namespace
 
 Status prepare_store(const PrepareOptions& o) {
+  // Everything the options can get wrong is checked before anything is
+  // written, so a refused run leaves nothing behind (and no record that a
+  // corrected rerun would call "different options").
   auto format_or = spine_format_from_name(o.spine);
   if (!format_or.ok()) return error("--spine '{}': expected bf16 or int8 (row-int8, lossy)", o.spine);
   const SpineFormat spine_format = *format_or;
-  if (o.drives.empty()) return error("give at least one --drive DIR");
+  DF_TRY(check_prepare_paths(o));
+  DF_ASSIGN(auto drive_args, parse_drive_args(o.drives));
   std::vector<std::string> roots;
   std::vector<double> given;
-  for (const auto& d : o.drives) {
-    DF_ASSIGN(auto pr, parse_drive_arg(d));
-    if (std::find(roots.begin(), roots.end(), pr.first) != roots.end()) return error("--drive {}: given twice", pr.first);
-    roots.push_back(pr.first);
-    given.push_back(pr.second);
-  }
+  for (const auto& [root, rate] : drive_args) roots.push_back(root), given.push_back(rate);
 
   // Validate the checkpoint: headers, spine shapes, every expert's six tensors
   // (or, for a spine-only checkpoint, its expert generator record).
@@ -147,6 +243,15 @@ Status prepare_store(const PrepareOptions& o) {
   const uint64_t expert_bytes = payloads->expert_bytes();
   if (M == 0 || expert_bytes == 0) return error("{}: the model has no routed experts", o.model_dir);
   const uint64_t span = align_up(expert_bytes, kSpanAlign);
+  DF_ASSIGN(ReplicaSelection sel, select_replicas(o.replicate_hot, o.replicas_from, moe_layers, E));
+  // The plan with equal rates: fails now, not after the probe, if the
+  // replicas cannot be placed (one drive).
+  DF_TRY(plan_placement(M, E, span, std::vector<double>(roots.size(), 1.0), sel.hot, sel.replicas).status());
+  std::string trace_sha;
+  if (!o.replicas_from.empty()) {
+    DF_ASSIGN(std::string trace, read_file(o.replicas_from));
+    trace_sha = sha256_hex(trace);
+  }
 
   std::error_code ec;
   const std::string out = fs::absolute(o.out_dir, ec).lexically_normal().string();
@@ -171,13 +276,13 @@ Status prepare_store(const PrepareOptions& o) {
                {"replicate_hot", o.replicate_hot},
                {"replicas_from", o.replicas_from},
                {"spine", o.spine}};
-  if (!o.replicas_from.empty()) {
-    DF_ASSIGN(std::string trace, read_file(o.replicas_from));
-    opts["replicas_from_sha256"] = sha256_hex(trace);
-  }
+  if (!o.replicas_from.empty()) opts["replicas_from_sha256"] = trace_sha;
   if (auto prev = u.load("options"); prev.ok()) {
-    if (*prev != opts)
-      return error("{}: holds an interrupted prepare with different options; rerun with the same options or delete {}", out, prep);
+    // Key by key: the record's key order is not part of the options.
+    if (const std::string diff = option_differences(*prev, opts); !diff.empty())
+      return error("{}: holds an interrupted prepare with different options ({}); rerun with the same options or "
+                   "delete {}",
+                   out, diff, prep);
   } else {
     DF_TRY(u.save("options", opts));
   }
@@ -187,29 +292,44 @@ Status prepare_store(const PrepareOptions& o) {
   for (const auto& f : identity) idj.push_back({f.name, f.size, f.sha256});
   const std::string store_id = sha256_hex(idj.dump() + "\n" + out).substr(0, 16);
 
-  // Drive rates: given, or a short O_DIRECT probe in each root.
+  // Drive rates: given, or a short O_DIRECT probe in each root. Roots on one
+  // file system share one device's bandwidth: probed once, weighted equally
+  // (two probes of one disk differ by noise, not by speed).
+  const std::vector<std::vector<size_t>> devices = roots_by_device(roots);
+  for (const auto& group : devices) {
+    if (group.size() < 2) continue;
+    std::string names;
+    for (size_t d : group) names += fmt::format("{}{}", names.empty() ? "" : ", ", roots[d]);
+    std::fprintf(stderr,
+                 "warning: drive roots %s are on one file system, so they share one device's bandwidth: weighted "
+                 "equally (probed once; rates given with DIR:MBPS are kept)\n",
+                 names.c_str());
+  }
   std::vector<double> rates;
   if (auto rec = u.load("rates"); rec.ok() && rec->is_array() && rec->size() == roots.size()) {
     rates = rec->get<std::vector<double>>();
   } else {
-    for (size_t d = 0; d < roots.size(); ++d) {
-      fs::create_directories(roots[d], ec);
-      if (ec) return error("--drive {}: cannot create: {}", roots[d], ec.message());
-      if (given[d] > 0) {
-        rates.push_back(given[d]);
-        continue;
+    rates = given;
+    for (const auto& group : devices) {
+      double probed = 0;
+      for (size_t d : group) {
+        if (given[d] > 0) continue;
+        if (probed == 0) {
+          const uint64_t block = std::min<uint64_t>(span, 4 << 20);
+          DF_ASSIGN(io::ProbeResult pr,
+                    io::probe_directory(roots[d], std::max<uint64_t>(block * 16, 32 << 20), block, 32, 0.3));
+          if (!o.quiet)
+            std::fprintf(stderr, "drive %zu (%s): %.0f MB/s (%s probe)\n", d, roots[d].c_str(), pr.mb_s, pr.mode().c_str());
+          probed = std::max(pr.mb_s, 1.0);
+        }
+        rates[d] = probed;
       }
-      const uint64_t block = std::min<uint64_t>(span, 4 << 20);
-      DF_ASSIGN(io::ProbeResult pr, io::probe_directory(roots[d], std::max<uint64_t>(block * 16, 32 << 20), block, 32, 0.3));
-      if (!o.quiet) std::fprintf(stderr, "drive %zu (%s): %.0f MB/s (%s probe)\n", d, roots[d].c_str(), pr.mb_s, pr.mode().c_str());
-      rates.push_back(std::max(pr.mb_s, 1.0));
     }
     DF_TRY(u.save("rates", json(rates)));
   }
 
   // Which experts get a replica.
   const uint64_t total_experts = uint64_t(M) * E;
-  DF_ASSIGN(ReplicaSelection sel, select_replicas(o.replicate_hot, o.replicas_from, moe_layers, E));
   DF_ASSIGN(PlacementPlan plan, plan_placement(M, E, span, rates, sel.hot, sel.replicas));
 
   // Spine pack.

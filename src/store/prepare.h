@@ -26,5 +26,13 @@ Status prepare_store(const PrepareOptions& o);
 
 // "DIR[:RATE]" -> absolute root and rate in MB/s (0: measure).
 Result<std::pair<std::string, double>> parse_drive_arg(const std::string& arg);
+// Every --drive parsed, none twice, each an existing directory (prepare never
+// creates a drive root); `make-model --store` checks them before writing anything.
+Result<std::vector<std::pair<std::string, double>>> parse_drive_args(const std::vector<std::string>& args);
+Status check_drive_roots(const std::vector<std::string>& roots);
+// The path checks that need no checkpoint: the drives as above; --out neither
+// the source nor inside it; the source not inside --out/spine; no drive root
+// inside the source.
+Status check_prepare_paths(const PrepareOptions& o);
 
 }  // namespace deltafin

@@ -32,11 +32,24 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
   return store;
 }
 
-Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
+Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::function<void(const std::string&)> log) {
   DF_ASSIGN(Manifest man, Manifest::load(o.store));
+  StoreModel sm;
+  if (!man.sealed) sm.warnings.push_back(fmt::format("{}: {}", o.store, kUnsealedManifestWarning));
+  // Before any header is parsed: a damaged spine file is named as damaged,
+  // not reported as whatever its bytes now fail to be.
+  sm.spine_check = check_spine_files(man, o.store, o.verify == "on", threads);
+  if (!sm.spine_check.problems.empty()) {
+    std::string all;
+    for (const auto& p : sm.spine_check.problems) all += (all.empty() ? "" : "; ") + p;
+    return error("{}: the store's spine does not match its manifest (the spine has no replica; restore the file or "
+                 "prepare the store again): {}",
+                 o.store, all);
+  }
   DF_ASSIGN(auto spine, Checkpoint::open((std::filesystem::path(o.store) / kSpineDirName).string()));
   DF_ASSIGN(ModelConfig cfg, ModelConfig::from_json(spine->config()));
   StoreReadOptions ro;
+  ro.engine.log = std::move(log);
   ro.engine.verify = o.verify == "on";
   ro.engine.direct = o.direct == "on";
   ro.engine.backend = o.io == "uring" ? io::Backend::Uring : o.io == "pread" ? io::Backend::Pread : io::Backend::Auto;
@@ -44,7 +57,6 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   ro.arena_bytes = uint64_t(o.arena_mib * double(1 << 20));
   ro.engine.pread_threads = std::min(o.queue_depth, 16);
   ro.engine.prefetch_depth = o.prefetch_depth >= 0 ? o.prefetch_depth : std::max(1, o.queue_depth / 2);
-  StoreModel sm;
   DF_ASSIGN(auto src, StoreExpertSource::open(man, cfg, ro, &sm.warnings));
   sm.source = src.get();
   std::unique_ptr<ExpertSource> experts = std::move(src);
@@ -55,11 +67,21 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads) {
   const size_t i8 = sm.model->int8_matrices();
   if ((man.spine_dtype == "int8") != (i8 > 0))
     return error("{}: manifest says spine {} but the spine holds {} row-int8 matrices", o.store, man.spine_dtype, i8);
+  if (o.verify != "on")
+    sm.warnings.push_back("--verify off: the spine's and every expert read's xxh3-128 are not checked");
   sm.spine_line = man.spine_dtype == "int8"
                       ? fmt::format("store: spine {}: {} matrices row-int8, logits are not those of the BF16 checkpoint",
                                     spine_label(man.spine_dtype), i8)
                       : fmt::format("store: spine {}", spine_label(man.spine_dtype));
   return sm;
+}
+
+std::string spine_check_line(const StoreModel& sm, const StoreRunOptions& o) {
+  const SpineCheck& c = sm.spine_check;
+  if (o.verify != "on") return fmt::format("store: spine not verified (--verify off): {} files, sizes checked", c.files);
+  return fmt::format("store: spine verified at load: {} files, {:.1f} MB, xxh3-128 in {:.3f} s ({:.2f} GB/s, {} thread{})",
+                     c.files, c.bytes / 1e6, c.seconds, c.seconds > 0 ? c.bytes / c.seconds / 1e9 : 0.0, c.threads,
+                     c.threads == 1 ? "" : "s");
 }
 
 Result<io::ProbeResult> probe_store_drive(const StoreExpertSource& src, const StoreRunOptions& o, int drive,

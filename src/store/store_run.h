@@ -9,6 +9,7 @@
 
 #include "io/probe.h"
 #include "model/model.h"
+#include "store/spine_verify.h"
 #include "store/store_source.h"
 
 namespace deltafin {
@@ -47,10 +48,19 @@ struct StoreModel {
   StoreExpertSource* source = nullptr;  // owned by model
   std::vector<std::string> warnings;
   std::string spine_line;  // "store: spine row-int8 (lossy) ..." for the startup output
+  SpineCheck spine_check;  // the load-time verification of the spine files (hashed unless --verify off)
 };
 
-// The spine from STORE/spine, the experts through a StoreExpertSource.
-Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads);
+// The spine from STORE/spine, the experts through a StoreExpertSource. Every
+// spine file is checked against the manifest first (size, xxh3-128 unless
+// --verify off, `threads` files at a time; no unlisted file), and any
+// mismatch refuses the store naming the file. `log`: where the read engine's
+// retry and healed-read lines go (empty: stderr).
+Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads,
+                                    std::function<void(const std::string&)> log = {});
+
+// "store: spine verified at load: ..." (or the line saying it was not).
+std::string spine_check_line(const StoreModel& sm, const StoreRunOptions& o);
 
 // --stats lines: bytes per drive and purpose, achieved MB/s (bytes over busy
 // time) next to a raw O_DIRECT probe at the engine's queue depth, share of

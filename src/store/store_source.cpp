@@ -3,6 +3,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "store/manifest_check.h"
+
 namespace deltafin {
 
 namespace fs = std::filesystem;
@@ -10,12 +12,7 @@ namespace fs = std::filesystem;
 Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifest& m, const ModelConfig& cfg,
                                                                    const StoreReadOptions& opts,
                                                                    std::vector<std::string>* warnings) {
-  std::vector<int> moe;
-  for (int l = 0; l < cfg.num_layers; ++l)
-    if (cfg.ffn[l] == FfnKind::MoE) moe.push_back(l);
-  if (m.num_layers != cfg.num_layers || m.moe_layers != moe || m.num_experts != cfg.moe.num_experts ||
-      m.expert_bytes != cfg.expert_bytes())
-    return error("manifest does not match the spine's config.json (layers, MoE layers, experts or expert size)");
+  DF_TRY(check_manifest_model(m, cfg, "the spine's config.json"));
   auto s = std::unique_ptr<StoreExpertSource>(new StoreExpertSource());
   s->man_ = m;
   s->cfg_ = cfg;

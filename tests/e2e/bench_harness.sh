@@ -16,6 +16,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$BIN" make-model --preset tiny --out "$T/m1" --seed 3 > /dev/null
 "$BIN" make-model --preset tiny --out "$T/m2" --seed 4 > /dev/null
+mkdir -p "$T/d0" "$T/d1"
 "$BIN" prepare --model "$T/m1" --out "$T/store" --drive "$T/d0" --drive "$T/d1:500" 2> /dev/null
 IDS=9,300,12,45,2,2,19,88,101,7,7,64
 B=(--store "$T/store" --prompt-ids "$IDS" --max-new 4 --threads 2 --probe-seconds 0.1 --membw-mib 16)

@@ -12,6 +12,7 @@ trap 'rm -rf "$T"' EXIT
 GB=0.02
 "$BIN" make-model --preset k3-shaped --experts-gb $GB --out "$T/full" --seed 4 > "$T/full.out"
 grep -q "896 experts (top-16, 2 shared)" "$T/full.out" || { cat "$T/full.out"; echo "FAIL: sizes not printed"; exit 1; }
+mkdir -p "$T/d0" "$T/d1"
 ARGS=(make-model --preset k3-shaped --experts-gb $GB --out "$T/spine" --seed 4 --store "$T/store"
       --drive "$T/d0:900" --drive "$T/d1:500" --quiet)
 # Kill once after the first pack is recorded, then rerun to completion.

@@ -8,6 +8,7 @@ BIN=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$BIN" make-model --preset tiny --out "$T/model" --seed 21 > /dev/null
+mkdir -p "$T/d0" "$T/d1" "$T/d2"
 ARGS=(prepare --quiet --model "$T/model" --out "$T/store" --drive "$T/d0:900" --drive "$T/d1:600" --drive "$T/d2:700"
       --replicate-hot 50 --pause-ms 30)
 kills=0

@@ -13,6 +13,7 @@ P=(--prompt-ids 7,300,12,45,2,2,19,88,101 --max-new 6 --print-ids --threads 2)
 "$BIN" run --model "$T/model" "${P[@]}" --dump-logits "$T/ref.bin" > "$T/ref.txt"
 # A route trace in the simple text format: layer 1's experts 0..7 are "hot".
 for e in 0 1 2 3 4 5 6 7; do echo "1 $e $((10 - e))"; done > "$T/trace.txt"
+mkdir -p "$T/d0" "$T/d1" "$T/d2"
 "$BIN" prepare --model "$T/model" --out "$T/store" --drive "$T/d0" --drive "$T/d1" --drive "$T/d2:700" \
   --replicas-from "$T/trace.txt" 2> "$T/prepare.err"
 grep -q "8 replicas" "$T/prepare.err" || { cat "$T/prepare.err"; echo "FAIL: expected 8 replicas"; exit 1; }

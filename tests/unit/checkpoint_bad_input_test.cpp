@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/make_model.h"
@@ -269,6 +270,25 @@ TEST_F(BadCheckpoint, NonUtf8TensorName) {
     h.replace(at + 1, name.size(), "language_model.model.norm\xff.weight");
   });
   expect_refused({s.string(), "language_model.model.norm\\xff.weight", "not valid UTF-8"});
+}
+
+// Random bytes over the start of a header are damage, not a tensor with a bad
+// name: the message says the header is not valid JSON (issue 18).
+TEST_F(BadCheckpoint, RandomBytesAtHeaderStartAreInvalidJson) {
+  const fs::path s = shard_of(norm0_);
+  const RawShard pristine = load_raw(s);
+  std::mt19937_64 rng(18);
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE(round);
+    std::string h = pristine.header;
+    // Rounds 0-2 overwrite the opening '{' as well; 3-5 keep it and garble what follows.
+    const size_t from = round < 3 ? 0 : 1;
+    for (size_t i = from; i < from + 48; ++i) h[i] = char(0x80 | (rng() & 0x7f));  // never UTF-8 on its own
+    save_raw(s, h, pristine.data);
+    expect_refused({s.string(), "header is not valid JSON"});
+    auto r = testing::run_deltafin("inspect --model " + dir_.str(), scratch_.path());
+    EXPECT_EQ(r.err.find("name is not valid UTF-8"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(BadCheckpoint, DuplicateTensorNames) {

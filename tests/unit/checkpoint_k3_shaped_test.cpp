@@ -120,6 +120,8 @@ TEST(K3Shaped, GeneratedExpertsEqualTheCheckpointsAndTheStoreFromIt) {
   // Stores from both: same expert checksums (same bytes), same spine tensors.
   PrepareOptions o;
   o.quiet = true;
+  fs::create_directories(d.str() + "/a");
+  fs::create_directories(d.str() + "/b");
   o.model_dir = full, o.out_dir = d.str() + "/store-full", o.drives = {d.str() + "/a:500", d.str() + "/b:300"};
   ASSERT_TRUE(prepare_store(o).ok());
   o.model_dir = spine, o.out_dir = d.str() + "/store-gen";
@@ -153,6 +155,7 @@ TEST(K3Shaped, GeneratorRecordForAnotherModelIsRefused) {
   ASSERT_TRUE(make_model(*tiny, spine, 3, ExpertOutput::GeneratorRecord).ok());
   testing::write_file(fs::path(spine) / kExpertGeneratorFile, ExpertGenerator{*shaped, 3}.record_json());
   PrepareOptions o;
+  fs::create_directories(d.str() + "/a");
   o.quiet = true, o.model_dir = spine, o.out_dir = d.str() + "/store", o.drives = {d.str() + "/a:500"};
   auto st = prepare_store(o);
   ASSERT_FALSE(st.ok());

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -132,22 +133,39 @@ TEST(IoEngine, ChecksumMismatchRetriesOnReplicaElseNamesDriveAndFile) {
   fx.corrupt(1, 5);  // drive 1 is the faster one (600 vs 500 MB/s), so it is tried first
   AlignedArena arena(kSpan, 2);
   uint8_t* buf = arena.take(Purpose::Demand);
+  // The engine's log lines (stderr unless redirected).
+  std::mutex mu;
+  std::vector<std::string> log;
+  EngineOptions o = backends()[0];
+  o.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    log.push_back(line);
+  };
   {
     std::vector<int> ids;
-    auto e = fx.engine(backends()[0], &ids);
+    auto e = fx.engine(o, &ids);
     ASSERT_TRUE(e->wait(e->submit(fx.request(ids, 5, buf, Purpose::Demand))).ok());
     EXPECT_TRUE(matches(buf, 5));
     auto st = e->stats();
     EXPECT_EQ(st.retries, 1u);
     EXPECT_EQ(st.drives[1].checksum_errors, 1u);
     EXPECT_EQ(st.drives[0].bytes[0], kSpan);
+    // One line for the retry (the bad copy, why, the copy tried next), one for the heal.
+    ASSERT_EQ(log.size(), 2u);
+    EXPECT_NE(log[0].find("span 5: drive 1"), std::string::npos) << log[0];
+    EXPECT_NE(log[0].find(fx.files[1] + ": checksum mismatch at offset"), std::string::npos) << log[0];
+    EXPECT_NE(log[0].find("; retrying on drive 0"), std::string::npos) << log[0];
+    EXPECT_NE(log[1].find("span 5: healed: read from drive 0"), std::string::npos) << log[1];
+    EXPECT_NE(log[1].find("after 1 failed attempt"), std::string::npos) << log[1];
   }
+  log.clear();
   {
     std::vector<int> ids;
-    auto e = fx.engine(backends()[0], &ids);
+    auto e = fx.engine(o, &ids);
     e->disable_drive(0);  // only the corrupt copy is left
     Status s = e->wait(e->submit(fx.request(ids, 5, buf, Purpose::Demand)));
     ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(log.empty()) << log[0];  // no copy left to retry on: the error says it all
     EXPECT_NE(s.message().find("span 5"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("checksum mismatch"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find(fx.files[1]), std::string::npos) << s.message();
@@ -323,6 +341,8 @@ TEST(IoEngine, ConcurrentStressWithCancellation) {
   for (int variant = 0; variant < 3; ++variant) {
     EngineOptions o = backends()[variant == 2 ? 3 : 0];  // io_uring (or its fallback) / pread+buffered
     if (variant == 1) o.split_min = kSpan;            // every read split over both copies
+    std::atomic<uint64_t> retry_lines{0};
+    o.log = [&](const std::string& line) { retry_lines += line.find("; retrying on ") != std::string::npos; };
     std::vector<int> ids;
     auto e = fx.engine(o, &ids);
     AlignedArena arena(kSpan, 24, 4);
@@ -375,6 +395,7 @@ TEST(IoEngine, ConcurrentStressWithCancellation) {
     auto st = e->stats();
     EXPECT_EQ(st.reads_ok, uint64_t(ok.load()));
     EXPECT_EQ(st.reads_cancelled, uint64_t(cancelled.load()));
+    EXPECT_EQ(retry_lines.load(), st.retries);  // every retry logged
     EXPECT_EQ(arena.in_use(), 0u);
     EXPECT_LE(arena.allocated(), 24u);
   }

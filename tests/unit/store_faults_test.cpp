@@ -48,7 +48,10 @@ class StoreFaults : public ::testing::Test {
   // Prepares the tiny model (seed 11) onto `drives` drive dirs; returns the store path.
   std::string prepare(int drives, const std::string& extra) {
     std::string cmd = kBin + " prepare --quiet --model " + tiny_model(11) + " --out " + dir + "/store";
-    for (int d = 0; d < drives; ++d) cmd += fmt::format(" --drive {}/drive{}:{}", dir, d, 800 + 100 * d);
+    for (int d = 0; d < drives; ++d) {
+      fs::create_directories(fmt::format("{}/drive{}", dir, d));  // prepare never creates a drive root
+      cmd += fmt::format(" --drive {}/drive{}:{}", dir, d, 800 + 100 * d);
+    }
     cmd += " " + extra;
     EXPECT_EQ(run_command(cmd), 0) << cmd;
     return dir + "/store";

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "store/manifest.h"
 #include "store/placement.h"
@@ -39,6 +40,37 @@ TEST(StoreManifest, RoundTrip) {
   EXPECT_EQ(p->pack_dir(1), "/d1/deltafin-abc123");
 }
 
+// The manifest's own checksum: any changed byte is refused; removing it is
+// refused for version 2; a version 1 manifest (none) is read, unsealed.
+TEST(StoreManifest, OwnChecksumCoversEveryByte) {
+  const std::string text = sample().to_json();
+  ASSERT_NE(text.find("\"manifest_xxh3\": \""), std::string::npos);
+  auto ok = Manifest::parse(text, "t");
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_TRUE(ok->sealed);
+  for (size_t at = 0; at < text.size(); at += 7) {
+    std::string bad = text;
+    bad[at] = bad[at] == '0' ? '1' : '0';
+    auto p = Manifest::parse(bad, "t");
+    EXPECT_FALSE(p.ok()) << "byte " << at << " changed and accepted";
+  }
+  auto j = nlohmann::ordered_json::parse(text);
+  j.erase("manifest_xxh3");
+  auto unsealed = Manifest::parse(j.dump(1), "t");
+  ASSERT_FALSE(unsealed.ok());
+  EXPECT_NE(unsealed.message().find("no manifest_xxh3 field"), std::string::npos) << unsealed.message();
+  j["version"] = 1;
+  auto v1 = Manifest::parse(j.dump(1), "t");
+  ASSERT_TRUE(v1.ok()) << v1.message();
+  EXPECT_FALSE(v1->sealed);
+  EXPECT_EQ(v1->version, 1);
+  // The version 1 store is written back as version 2, sealed.
+  auto again = Manifest::parse(v1->to_json(), "t");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_TRUE(again->sealed);
+  EXPECT_EQ(again->version, kManifestVersion);
+}
+
 TEST(StoreManifest, RejectsInconsistentPlacements) {
   auto expect_error = [](Manifest m, const char* what) {
     auto p = Manifest::parse(m.to_json(), "t");
@@ -59,17 +91,28 @@ TEST(StoreManifest, RejectsInconsistentPlacements) {
   expect_error(m, "same drive");
   m = sample();
   m.experts[0].at[0].drive = 7;
-  expect_error(m, "no such drive");
+  expect_error(m, "experts[0].at[0][0] (layer 1 expert 0, placement [7, 0, 0]): drive 7 does not exist");
   m = sample();
   m.experts[0].at.clear();
   expect_error(m, "no placement");
   m = sample();
-  m.version = 2;
-  expect_error(m, "version 2 is not supported");
-  m = sample();
   m.span_bytes = 4096;
-  expect_error(m, "inconsistent");
+  expect_error(m, "model.span_bytes 4096 != model.expert_bytes 5000");
+  m = sample();
+  m.experts[3].at[0].offset = ~0ull - 4095;  // aligned; offset + span wraps around 2^64
+  expect_error(m, "offset 18446744073709547520 + model.span_bytes 8192 runs past the end of layer-002.pack");
+  m = sample();
+  m.drives[1].packs[0].size += 8192;  // a span nobody uses
+  expect_error(m, "drives[1].packs[0].size 24576 (layer-002.pack): its placements hold 2 spans");
+  m = sample();
+  m.experts[1].at[0].offset = 4096;
+  expect_error(m, "experts[0].at[0][0] (layer 1 expert 0) and experts[0].at[1][0] (layer 1 expert 1) overlap");
   EXPECT_FALSE(Manifest::parse("{\"format\": \"deltafin-store\"}", "t").ok());
+  std::string text = sample().to_json();
+  text.replace(text.find("\"version\": 2"), 12, "\"version\": 3");
+  auto v3 = Manifest::parse_contents(text, "t");
+  ASSERT_FALSE(v3.ok());
+  EXPECT_NE(v3.message().find("manifest version 3 is not supported"), std::string::npos) << v3.message();
   EXPECT_FALSE(Manifest::parse("[", "t").ok());
 }
 
