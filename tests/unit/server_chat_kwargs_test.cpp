@@ -8,15 +8,16 @@
 namespace deltafin::server {
 namespace {
 
-ValidationLimits limits() {
-  ValidationLimits l;
-  l.model_name = "m";
-  l.max_tokens = 100;
+const ValidationLimits& limits() {
+  static const ValidationLimits l{"m", 100};
   return l;
 }
 
 std::string chat(const std::string& extra) {
-  return R"({"messages":[{"role":"user","content":"a"}])" + extra + "}";
+  std::string body = R"({"messages":[{"role":"user","content":"a"}])";
+  body.append(extra);
+  body.push_back('}');
+  return body;
 }
 
 TEST(ServerChatKwargs, ThinkingAndEffortAreRead) {
