@@ -14,10 +14,13 @@ The template environment, as engines set it up for chat templates:
 - `tojson` is json.dumps with its keyword arguments (ensure_ascii, indent,
   separators, sort_keys=False), not Jinja's HTML-escaping built-in, which
   takes none of them;
-- chat_template_kwargs become template variables (the vLLM convention);
+- chat_template_kwargs become template variables (the vLLM convention), and
+  a top-level `reasoning_effort` is the template's `thinking_effort`;
 - assistant tool-call `arguments` strings that parse as a JSON object are
-  passed as that object (vLLM does the same before templating); any other
-  string is passed as-is, which the template renders as a raw JSON block.
+  passed as that object (vLLM does the same before templating; here for the
+  call's `function`, or the call itself when it has none, as the template
+  reads it); any other string is passed as-is, which the template renders as
+  a raw JSON block.
 
 Usage: /usr/bin/python3 render_template.py CASES.json > RENDERED.json
 """
@@ -63,13 +66,15 @@ def prepare_messages(messages):
             m = dict(m)
             calls = []
             for call in m["tool_calls"]:
-                if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                    fn = dict(call["function"])
+                # The template's function: `function` when it is a mapping, else the call itself.
+                if isinstance(call, dict):
+                    nested = isinstance(call.get("function"), dict)
+                    fn = dict(call["function"] if nested else call)
                     if isinstance(fn.get("arguments"), str):
                         parsed = parse_object(fn["arguments"])
                         if parsed is not None:
                             fn["arguments"] = parsed
-                    call = dict(call, function=fn)
+                    call = dict(call, function=fn) if nested else fn
                 calls.append(call)
             m["tool_calls"] = calls
         out.append(m)
@@ -81,6 +86,8 @@ def render(template, request):
     for key in ("tools", "tool_choice", "response_format"):
         if request.get(key) is not None:
             variables[key] = request[key]
+    if request.get("reasoning_effort") is not None:
+        variables["thinking_effort"] = request["reasoning_effort"]
     variables.update(request.get("chat_template_kwargs") or {})
     return template.render(**variables)
 
