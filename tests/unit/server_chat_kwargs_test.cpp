@@ -3,7 +3,11 @@
 // memo key, and what the engine renders.
 #include <gtest/gtest.h>
 
+#include "server/engine.h"
+#include "server/output_filter.h"
 #include "server/request.h"
+#include "test_models.h"
+#include "tokenizer/chat.h"
 
 namespace deltafin::server {
 namespace {
@@ -73,6 +77,41 @@ TEST(ServerChatKwargs, TheyArePartOfTheMemoKey) {
   EXPECT_NE(base, key(R"(,"chat_template_kwargs":{"thinking":false})"));
   EXPECT_NE(base, key(R"(,"chat_template_kwargs":{"thinking_effort":null})"));
   EXPECT_EQ(key(R"(,"reasoning_effort":"low")"), key(R"(,"chat_template_kwargs":{"thinking_effort":"low"})"));
+}
+
+TEST(ServerChatKwargs, TheEngineRendersThemAndNonThinkingOutputIsContent) {
+  auto m = Model::open(testing::tiny_model(11), 1);
+  ASSERT_TRUE(m.ok()) << m.message();
+  auto e = Engine::create(std::move(m).value(), testing::tiny_model(11), EngineOptions{});
+  ASSERT_TRUE(e.ok()) << e.message();
+  GenRequest r;
+  r.kind = RequestKind::Chat;
+  r.messages = nlohmann::ordered_json::parse(R"([{"role":"user","content":"hi"}])");
+  r.max_tokens = 4;
+  r.thinking = false;
+  r.thinking_effort = "low";  // ignored by the template when not thinking
+  auto v = (*e)->encode(r);
+  ASSERT_TRUE(std::holds_alternative<std::vector<int32_t>>(v));
+  tokenizer::ChatOptions o;
+  o.thinking = false;
+  auto want = tokenizer::encode_chat((*e)->tokenizer(), r.messages, o);
+  ASSERT_TRUE(want.ok()) << want.message();
+  EXPECT_EQ(std::get<std::vector<int32_t>>(v), std::vector<int32_t>(want->begin(), want->end()));
+
+  // After `<|open|>response<|sep|>` the model's text is the answer, not reasoning.
+  auto f = OutputFilter::create((*e)->tokenizer(), /*chat=*/true, /*thinking=*/false);
+  ASSERT_TRUE(f.ok());
+  auto ids = (*e)->tokenizer().encode("Yes.<|close|>response<|sep|><|close|>message<|sep|>", true);
+  ASSERT_TRUE(ids.ok());
+  std::vector<Delta> out;
+  for (uint32_t id : *ids) ASSERT_TRUE(f->push(id, out).ok());
+  ASSERT_TRUE(f->finish(out).ok());
+  std::string content;
+  for (const auto& d : out) {
+    EXPECT_EQ(d.channel, Channel::Content);
+    content += d.text;
+  }
+  EXPECT_EQ(content, "Yes.");
 }
 
 }  // namespace
