@@ -21,7 +21,8 @@ std::variant<std::vector<int32_t>, ApiError> Engine::encode(const GenRequest& re
   Result<std::vector<uint32_t>> ids = std::vector<uint32_t>{};
   if (req.kind == RequestKind::Chat) {
     tokenizer::ChatOptions co;
-    if (req.reasoning_effort) co.reasoning_effort = *req.reasoning_effort;
+    co.thinking = req.thinking;
+    co.thinking_effort = req.thinking_effort;
     ids = tokenizer::encode_chat(tok_, req.messages, co);
     if (!ids.ok()) return bad_request(ids.message(), "messages");
   } else {
@@ -81,7 +82,7 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   out.prefill_tokens = out.prompt_tokens - start;
   if (on_start) on_start(out.prefill_tokens, out.cached_tokens);
 
-  DF_ASSIGN(OutputFilter filter, OutputFilter::create(tok_, chat));
+  DF_ASSIGN(OutputFilter filter, OutputFilter::create(tok_, chat, req.thinking));
   std::vector<int32_t> stop;
   if (chat) {
     DF_ASSIGN(auto s, tokenizer::chat_stop_ids(tok_));

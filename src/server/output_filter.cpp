@@ -6,13 +6,13 @@ namespace {
 constexpr size_t kMaxMarkerName = 32;  // longer "names" are text, not a marker
 }
 
-Result<OutputFilter> OutputFilter::create(const tokenizer::Tokenizer& tok, bool chat) {
+Result<OutputFilter> OutputFilter::create(const tokenizer::Tokenizer& tok, bool chat, bool thinking) {
   OutputFilter f(tok, chat);
   if (chat) {
     DF_ASSIGN(f.open_id_, tok.special_id("<|open|>"));
     DF_ASSIGN(f.close_id_, tok.special_id("<|close|>"));
     DF_ASSIGN(f.sep_id_, tok.special_id("<|sep|>"));
-    f.channel_ = Channel::Reasoning;
+    f.channel_ = thinking ? Channel::Reasoning : Channel::Content;
   } else {
     f.channel_ = Channel::Text;
   }

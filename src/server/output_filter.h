@@ -26,8 +26,9 @@ struct Delta {
 
 class OutputFilter {
  public:
-  // chat=false: raw text. chat=true: the prompt ended inside `<|open|>think<|sep|>`.
-  static Result<OutputFilter> create(const tokenizer::Tokenizer& tok, bool chat);
+  // chat=false: raw text. chat=true: the prompt ended inside
+  // `<|open|>think<|sep|>` (thinking) or `<|open|>response<|sep|>` (not).
+  static Result<OutputFilter> create(const tokenizer::Tokenizer& tok, bool chat, bool thinking = true);
   // One generated token (stop tokens are not passed); appends non-empty deltas.
   Status push(uint32_t id, std::vector<Delta>& out);
   // End of generation: flushes held-back bytes and an unfinished marker's text.

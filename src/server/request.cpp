@@ -4,6 +4,8 @@
 #include <cctype>
 #include <fmt/format.h>
 
+#include "tokenizer/chat_request.h"
+
 namespace deltafin::server {
 
 namespace {
@@ -204,6 +206,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   r.kind = kind;
   r.max_tokens = chat ? limits.max_tokens : std::min(limits.completion_default_max_tokens, limits.max_tokens);
   bool seen_max = false;
+  std::optional<std::optional<std::string>> kwargs_effort;  // chat_template_kwargs.thinking_effort, when given
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string& k = it.key();
     const ojson& v = it.value();
@@ -303,12 +306,26 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
         const std::string eff = trim_lower(v.get<std::string>());
         if (eff != "low" && eff != "high" && eff != "max")
           e = bad_request("'reasoning_effort' must be \"low\", \"high\" or \"max\"", k, "invalid_value");
-        else r.reasoning_effort = eff;
+        else r.thinking_effort = eff;
+      }
+    } else if (chat && k == "chat_template_kwargs") {
+      tokenizer::ChatOptions o;
+      if (Status s = tokenizer::apply_chat_template_kwargs(v, o); !s.ok()) {
+        e = bad_request(s.message(), k, v.is_object() ? "invalid_value" : "invalid_type");
+      } else {
+        r.thinking = o.thinking;
+        if (v.is_object() && v.contains("thinking_effort")) kwargs_effort = o.thinking_effort;
       }
     } else {
       e = bad_request(fmt::format("unrecognized request argument supplied: {}", k), k, "unknown_parameter");
     }
     if (e) return *e;
+  }
+  if (kwargs_effort) {
+    if (root.contains("reasoning_effort") && !root["reasoning_effort"].is_null())
+      return bad_request("give either 'reasoning_effort' or 'chat_template_kwargs.thinking_effort', not both",
+                         "chat_template_kwargs", "invalid_value");
+    r.thinking_effort = *kwargs_effort;
   }
   // OpenAI refuses stream_options without stream; so do we, whatever its value.
   if (root.contains("stream_options") && !root["stream_options"].is_null() && !r.stream)
@@ -322,7 +339,8 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   key["kind"] = chat ? "chat" : "completion";
   key["max_tokens"] = r.max_tokens;
   if (chat) {
-    key["reasoning_effort"] = r.reasoning_effort ? *r.reasoning_effort : "default";
+    key["thinking"] = r.thinking;
+    key["thinking_effort"] = r.thinking_effort ? ojson(*r.thinking_effort) : ojson();
     key["messages"] = r.messages;
   } else {
     key["prompt"] = r.prompt;

@@ -25,7 +25,11 @@ struct GenRequest {
   RequestKind kind = RequestKind::Chat;
   std::string prompt;                     // completion
   nlohmann::ordered_json messages;        // chat: validated, content parts kept
-  std::optional<std::string> reasoning_effort;  // chat: "low" | "high" | "max" (normalised)
+  // chat: the template's thinking switch and effort ("low" | "high" | "max";
+  // nullopt renders no effort message), from chat_template_kwargs or
+  // reasoning_effort.
+  bool thinking = true;
+  std::optional<std::string> thinking_effort = std::string("max");
   int max_tokens = 0;
   bool stream = false;
   bool include_usage = false;

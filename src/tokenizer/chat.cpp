@@ -1,10 +1,11 @@
 #include "tokenizer/chat.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "core/thread_pool.h"
-#include "tokenizer/chat_prose.h"
-#include "tokenizer/utf8.h"
+#include "tokenizer/chat_template_text.h"
+#include "tokenizer/template_values.h"
 
 namespace deltafin::tokenizer {
 
@@ -13,37 +14,13 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
-constexpr const char* kOpen = "<|open|>";
-constexpr const char* kClose = "<|close|>";
-constexpr const char* kSep = "<|sep|>";
-constexpr const char* kEndOfMsg = "<|end_of_msg|>";
+const ojson kNull;
 
-std::string replace(std::string text, const std::string& key, const std::string& value) {
-  const size_t p = text.find(key);
-  if (p != std::string::npos) text.replace(p, key.size(), value);
-  return text;
+// Python's dict.get(key): the value, or null when absent.
+const ojson& get(const ojson& m, const char* key) {
+  const auto it = m.find(key);
+  return it == m.end() ? kNull : *it;
 }
-
-// Python str.strip(): drop leading/trailing isspace() characters.
-std::string strip(const std::string& s) {
-  if (first_invalid_utf8(s) != kUtf8Valid) return s;  // rejected later by encode
-  size_t b = 0, e = s.size();
-  while (b < e) {
-    size_t i = b;
-    if (!is_python_space(next_code_point(s, i))) break;
-    b = i;
-  }
-  while (e > b) {
-    size_t start = e - 1;
-    while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
-    size_t i = start;
-    if (!is_python_space(next_code_point(s, i))) break;
-    e = start;
-  }
-  return s.substr(b, e - b);
-}
-
-bool is_blank(const std::string& s) { return strip(s).empty(); }
 
 std::string escape_attr(const std::string& v) {
   std::string out;
@@ -55,51 +32,25 @@ std::string escape_attr(const std::string& v) {
   return out;
 }
 
-// Deep-sorted compact JSON (`,` and `:`), non-ASCII kept as-is.
-std::string sorted_compact(const ojson& j) {
-  const nlohmann::json sorted = nlohmann::json::parse(j.dump());  // std::map keys: sorted
-  return sorted.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string_view xtml_type(const ojson& v) {
+  if (v.is_boolean()) return k3::kTypeBoolean;
+  if (v.is_null()) return k3::kTypeNull;
+  if (v.is_number()) return k3::kTypeNumber;
+  if (v.is_string()) return k3::kTypeString;
+  if (v.is_object()) return k3::kTypeObject;
+  return k3::kTypeArray;
 }
 
-// Python json.dumps(value) with ", " and ": " separators, keys in order.
-std::string python_json(const ojson& j) {
-  if (j.is_object()) {
-    std::string out = "{";
-    bool first = true;
-    for (const auto& [k, v] : j.items()) {
-      if (!first) out += ", ";
-      first = false;
-      out += ojson(k).dump(-1, ' ', prose::kArgumentJsonEnsureAscii) + ": " + python_json(v);
-    }
-    return out + "}";
-  }
-  if (j.is_array()) {
-    std::string out = "[";
-    for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + python_json(j[i]);
-    return out + "]";
-  }
-  if (j.is_boolean()) return j.get<bool>() ? "true" : "false";
-  return j.dump(-1, ' ', prose::kArgumentJsonEnsureAscii, nlohmann::json::error_handler_t::replace);
-}
-
-const char* json_type_name(const ojson& v) {
-  if (v.is_string()) return "string";
-  if (v.is_boolean()) return "boolean";
-  if (v.is_number_integer()) return "integer";
-  if (v.is_number()) return "number";
-  if (v.is_array()) return "array";
-  if (v.is_object()) return "object";
-  return "null";
-}
-
+// Segment builder: the template's open_tag / close_tag / internal message
+// macros, split into control and ordinary segments as spec §5.4 says.
 class Renderer {
  public:
   std::vector<ChatSegment> segments;
 
-  void control(const std::string& s) { add(true, s); }
-  void text(const std::string& s) { add(false, s); }
-  void open(const std::string& tag, const Attrs& attrs = {}) {
-    control(kOpen);
+  void control(std::string_view s) { add(true, s); }
+  void text(std::string_view s) { add(false, s); }
+  void open(std::string_view tag, const Attrs& attrs = {}) {
+    control(k3::kOpen);
     text(tag);
     for (const auto& [k, v] : attrs) {
       text(" " + k);
@@ -107,235 +58,313 @@ class Renderer {
       text(escape_attr(v));
       text("\"");
     }
-    control(kSep);
+    control(k3::kSep);
   }
-  void close(const std::string& tag) {
-    control(kClose);
+  void close(std::string_view tag) {
+    control(k3::kClose);
     text(tag);
-    control(kSep);
+    control(k3::kSep);
   }
-  void eom() { control(kEndOfMsg); }
-  void sys_internal(const std::string& type, const std::string& body) {
-    open("message", {{"role", "system"}, {"type", type}});
-    text(strip(body));
+  void eom() { control(k3::kEndOfMsg); }
+  void internal_message(std::string_view type, std::string_view body) {
+    open("message", {{"role", "system"}, {"type", std::string(type)}});
+    text(py_strip(body));
+    close("message");
+    eom();
+  }
+  void tool_declare(const ojson& tools, bool dynamic) {
+    open("message", {{"role", "system"}, {"type", "tool-declare"}});
+    std::string body(dynamic ? k3::kToolDeclareDynamicHead : k3::kToolDeclareHead);
+    body += py_json_sorted(tools);
+    body += k3::kToolDeclareTail;
+    text(body);
     close("message");
     eom();
   }
 
  private:
-  void add(bool control, const std::string& s) {
-    if (!s.empty()) segments.push_back({control, s});
+  void add(bool control, std::string_view s) {
+    if (!s.empty()) segments.push_back({control, std::string(s)});
   }
 };
 
-// Message content: string, null, or an array of text parts.
+// What the template tracks across messages: the last assistant's tool calls
+// and the tool-result counter (reset only by an assistant message).
+struct State {
+  const ojson* tool_calls = nullptr;  // an array, or none
+  int64_t tool_index = 0;
+};
+
+// A message's content: a string, null/absent, or an array of text parts.
 Result<std::string> content_text(const ojson& m, size_t index) {
-  if (!m.contains("content") || m["content"].is_null()) return std::string();
-  const ojson& c = m["content"];
+  const ojson& c = get(m, "content");
+  if (c.is_null()) return std::string();
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) return error("chat: messages[{}].content must be a string, null or an array", index);
   std::string out;
-  for (const auto& part : c) {
-    const std::string type = part.is_object() && part.contains("type") && part["type"].is_string()
-                                 ? part["type"].get<std::string>()
-                                 : "";
-    if (type == "text" && part.contains("text") && part["text"].is_string()) out += part["text"].get<std::string>();
-    else if (type == "image_url" || type == "image") return error("chat: messages[{}]: image content is not supported", index);
-    else return error("chat: messages[{}].content has a part that is not {{\"type\":\"text\",\"text\":...}}", index);
+  for (size_t j = 0; j < c.size(); ++j) {
+    const ojson& part = c[j];
+    if (!part.is_object()) return error("chat: messages[{}].content[{}] is not an object", index, j);
+    const ojson& type = get(part, "type");
+    if (type == "image" || type == "image_url")
+      return error("chat: messages[{}].content[{}]: image content is not supported", index, j);
+    const ojson& text = get(part, "text");
+    if (!text.is_string()) return error("chat: messages[{}].content[{}].text must be a string", index, j);
+    out += text.get<std::string>();
   }
   return out;
 }
 
-std::string str_field(const ojson& m, const char* key) {
-  return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
+Status add_name(Attrs& attrs, const ojson& m, size_t index) {
+  const ojson& name = get(m, "name");
+  if (!py_truthy(name)) return {};
+  auto s = py_str(name);
+  if (!s.ok()) return error("chat: messages[{}].name: {}", index, s.message());
+  attrs.push_back({"name", *s});
+  return {};
+}
+
+// A tool call's function: `function` when it is an object, else the call itself.
+const ojson& function_of(const ojson& call) {
+  const ojson& fn = get(call, "function");
+  return fn.is_object() ? fn : call;
+}
+
+// Python's str() of an id, for comparing call ids with result ids.
+Result<std::string> id_text(const ojson& id, size_t index) {
+  auto s = py_str(id);
+  if (!s.ok()) return error("chat: messages[{}]: a tool call id: {}", index, s.message());
+  return s;
+}
+
+// A result's call id: `tool_call_id` if present (even null), else `id`.
+const ojson& result_call_id(const ojson& m) { return m.contains("tool_call_id") ? m["tool_call_id"] : get(m, "id"); }
+
+Status render_call(Renderer& r, const ojson& call, size_t index, size_t k) {
+  if (!call.is_object()) return error("chat: messages[{}].tool_calls[{}] is not an object", index, k);
+  const ojson& fn = function_of(call);
+  const ojson& name = get(fn, "name");
+  if (name.is_null()) return error("chat: messages[{}].tool_calls[{}] has no function name", index, k);
+  auto name_text = py_str(name);
+  if (!name_text.ok()) return error("chat: messages[{}].tool_calls[{}].function.name: {}", index, k, name_text.message());
+  r.open("call", {{"tool", *name_text}, {"index", std::to_string(k + 1)}});
+  // OpenAI clients send `arguments` as a JSON string: one that parses as an
+  // object is rendered as that object (engines do this before templating);
+  // other text stays a string, which the template writes as a raw JSON block.
+  ojson arguments = fn.contains("arguments") ? fn["arguments"] : ojson::object();
+  if (arguments.is_string()) {
+    ojson parsed = ojson::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) arguments = std::move(parsed);
+    else if (!parsed.is_discarded())
+      return error("chat: messages[{}].tool_calls[{}].function.arguments is JSON but not an object", index, k);
+  }
+  const ojson& json_block = get(fn, "_xtml_json_block");
+  if (!json_block.is_null()) {
+    auto raw = py_str(json_block);
+    if (!raw.ok()) return error("chat: messages[{}].tool_calls[{}]._xtml_json_block: {}", index, k, raw.message());
+    r.open("json", {{"type", "object"}});
+    r.text(*raw);
+    r.close("json");
+  } else if (arguments.is_object()) {
+    for (const auto& [key, value] : arguments.items()) {
+      r.open("argument", {{"key", key}, {"type", std::string(xtml_type(value))}});
+      r.text(value.is_string() ? value.get<std::string>() : py_json_dumps(value));
+      r.close("argument");
+    }
+  } else if (arguments.is_string()) {
+    if (!py_strip(arguments.get<std::string>()).empty()) {
+      r.open("json", {{"type", "object"}});
+      r.text(arguments.get<std::string>());
+      r.close("json");
+    }
+  } else if (!arguments.is_null()) {
+    return error("chat: messages[{}].tool_calls[{}].function.arguments must be an object or a JSON object string",
+                 index, k);
+  }
+  r.close("call");
+  return {};
 }
 
 Status render_assistant(Renderer& r, const ojson& m, size_t index, const ChatOptions& opt) {
-  Attrs attrs{{"role", "assistant"}};
-  if (!str_field(m, "name").empty()) attrs.push_back({"name", str_field(m, "name")});
-  r.open("message", attrs);
   if (opt.thinking) {
-    std::string reasoning = str_field(m, "reasoning_content");
-    if (reasoning.empty()) reasoning = str_field(m, "reasoning");
+    const ojson* reasoning = &get(m, "reasoning_content");
+    if (!py_truthy(*reasoning)) reasoning = &get(m, "reasoning");
     r.open("think");
-    if (!is_blank(reasoning)) r.text(reasoning);
+    if (!reasoning->is_null()) {
+      auto text = py_str(*reasoning);
+      if (!text.ok()) return error("chat: messages[{}].reasoning_content: {}", index, text.message());
+      if (!py_strip(*text).empty()) r.text(*text);
+    }
     r.close("think");
   }
   DF_ASSIGN(std::string content, content_text(m, index));
   r.open("response");
   r.text(content);
   r.close("response");
-  if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty()) {
+  const ojson& calls = get(m, "tool_calls");
+  if (py_truthy(calls)) {
     r.open("tools");
-    size_t call_index = 0;
-    for (const auto& call : m["tool_calls"]) {
-      ++call_index;
-      if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
-        return error("chat: messages[{}].tool_calls[{}] has no function object", index, call_index - 1);
-      const ojson& fn = call["function"];
-      r.open("call", {{"tool", str_field(fn, "name")}, {"index", std::to_string(call_index)}});
-      ojson args;
-      std::string raw;
-      bool is_raw = false;
-      if (fn.contains("arguments") && fn["arguments"].is_string()) {
-        raw = fn["arguments"].get<std::string>();
-        args = ojson::parse(raw, nullptr, false);
-        is_raw = args.is_discarded();
-      } else if (fn.contains("arguments")) {
-        args = fn["arguments"];
-      } else {
-        args = ojson::object();
-      }
-      if (is_raw) {
-        r.open("json", {{"type", "object"}});
-        r.text(raw);
-        r.close("json");
-      } else {
-        if (!args.is_object())
-          return error("chat: messages[{}].tool_calls[{}].function.arguments is JSON but not an object", index,
-                       call_index - 1);
-        for (const auto& [k, v] : args.items()) {
-          r.open("argument", {{"key", k}, {"type", json_type_name(v)}});
-          r.text(v.is_string() ? v.get<std::string>() : python_json(v));
-          r.close("argument");
-        }
-      }
-      r.close("call");
-    }
+    for (size_t k = 0; k < calls.size(); ++k) DF_TRY(render_call(r, calls[k], index, k));
     r.close("tools");
   }
-  r.close("message");
-  r.eom();
-  return Status();
+  return {};
 }
 
-// Tool results following an assistant message with tool calls: reorder them
-// to the calls' order (only if every result matches a call id) and fill in
-// tool names.
-ojson normalise(const ojson& messages) {
-  ojson out = ojson::array();
-  size_t i = 0;
-  const ojson* last_calls = nullptr;
-  while (i < messages.size()) {
-    const ojson& m = messages[i];
-    const bool is_tool = m.is_object() && str_field(m, "role") == "tool";
-    if (!is_tool) {
-      if (m.is_object() && str_field(m, "role") == "assistant" && m.contains("tool_calls") &&
-          m["tool_calls"].is_array())
-        last_calls = &m["tool_calls"];
-      out.push_back(m);
-      ++i;
-      continue;
+// One tool result; `resolved_name` (may be null) comes from the matching call.
+Status render_tool_message(Renderer& r, State& st, const ojson& m, size_t index, const ojson& resolved_name) {
+  ++st.tool_index;
+  ojson name;
+  if (!resolved_name.is_null()) name = resolved_name;
+  else if (m.contains("tool")) name = m["tool"];
+  else name = get(m, "name");
+  if (name.is_null() && st.tool_calls && st.tool_index <= int64_t(st.tool_calls->size())) {
+    const ojson& fn = function_of((*st.tool_calls)[size_t(st.tool_index - 1)]);
+    name = fn.contains("name") ? fn["name"] : ojson("");  // a missing name renders as ""
+  }
+  if (name.is_null())
+    return error("chat: messages[{}]: a tool message needs a tool name: give `tool` or `name`, or answer a "
+                 "preceding assistant tool call (by tool_call_id or by order)",
+                 index);
+  auto name_text = py_str(name);
+  if (!name_text.ok()) return error("chat: messages[{}]: the tool name: {}", index, name_text.message());
+  r.open("message", {{"role", "tool"}, {"tool", *name_text}, {"index", std::to_string(st.tool_index)}});
+  DF_ASSIGN(std::string content, content_text(m, index));
+  r.text(content);
+  r.close("message");
+  r.eom();
+  return {};
+}
+
+bool is_tool_message(const ojson& m) { return m.is_object() && get(m, "role") == "tool"; }
+
+// A run of consecutive tool results starting at messages[start]. If every
+// result answers a call of the last assistant message (by id), they are
+// rendered in the calls' order and named after the calls; otherwise in the
+// order given.
+Status render_tool_run(Renderer& r, State& st, const ojson& messages, size_t start) {
+  std::vector<size_t> run;
+  for (size_t k = start; k < messages.size() && is_tool_message(messages[k]); ++k) run.push_back(k);
+  size_t resolved = 0;
+  for (size_t k : run) {
+    const ojson& call_id = result_call_id(messages[k]);
+    if (call_id.is_null() || !st.tool_calls) continue;
+    DF_ASSIGN(std::string want, id_text(call_id, k));
+    bool found = false;
+    for (const ojson& call : *st.tool_calls) {
+      if (!call.is_object() || get(call, "id").is_null()) continue;
+      DF_ASSIGN(std::string id, id_text(call["id"], k));
+      if (id == want) found = true;
     }
-    std::vector<ojson> run;
-    while (i < messages.size() && messages[i].is_object() && str_field(messages[i], "role") == "tool")
-      run.push_back(messages[i++]);
-    std::vector<std::string> call_ids, call_names;
-    if (last_calls)
-      for (const auto& c : *last_calls) {
-        call_ids.push_back(c.is_object() ? str_field(c, "id") : "");
-        call_names.push_back(c.is_object() && c.contains("function") && c["function"].is_object()
-                                 ? str_field(c["function"], "name")
-                                 : "");
-      }
-    const auto call_pos = [&](const ojson& t) -> int {
-      const std::string id = str_field(t, "tool_call_id");
-      for (size_t k = 0; k < call_ids.size() && !id.empty(); ++k)
-        if (call_ids[k] == id) return static_cast<int>(k);
-      return -1;
-    };
-    bool all_match = !run.empty();
-    for (const auto& t : run) all_match = all_match && call_pos(t) >= 0;
-    if (all_match)
-      std::stable_sort(run.begin(), run.end(), [&](const ojson& a, const ojson& b) { return call_pos(a) < call_pos(b); });
-    for (auto& t : run) {
-      if (str_field(t, "tool").empty() && str_field(t, "name").empty()) {
-        const int p = call_pos(t);
-        if (p >= 0 && !call_names[p].empty()) t["tool"] = call_names[p];
-      }
-      out.push_back(t);
+    resolved += found;
+  }
+  if (resolved != run.size()) {
+    for (size_t k : run) DF_TRY(render_tool_message(r, st, messages[k], k, kNull));
+    return {};
+  }
+  std::vector<std::string> emitted;
+  for (const ojson& call : *st.tool_calls) {
+    if (!call.is_object() || get(call, "id").is_null()) continue;
+    DF_ASSIGN(std::string id, id_text(call["id"], start));
+    if (std::find(emitted.begin(), emitted.end(), id) != emitted.end()) continue;
+    emitted.push_back(id);
+    const ojson& name = get(function_of(call), "name");
+    for (size_t k : run) {
+      const ojson& rid = result_call_id(messages[k]);
+      if (rid.is_null()) continue;
+      DF_ASSIGN(std::string rid_text, id_text(rid, k));
+      if (rid_text == id) DF_TRY(render_tool_message(r, st, messages[k], k, name));
     }
   }
-  return out;
+  return {};
+}
+
+Status render_message(Renderer& r, State& st, const ojson& messages, size_t i, const ChatOptions& opt) {
+  const ojson& m = messages[i];
+  if (!m.is_object()) return error("chat: messages[{}] is not an object", i);
+  if (!m.contains("role")) return error("chat: messages[{}] has no role", i);
+  const ojson& role = m["role"];
+  if (role == "user" || (role == "system" && !py_truthy(get(m, "tools")))) {
+    Attrs attrs{{"role", role.get<std::string>()}};
+    DF_TRY(add_name(attrs, m, i));
+    DF_ASSIGN(std::string content, content_text(m, i));
+    r.open("message", attrs);
+    r.text(content);
+    r.close("message");
+    r.eom();
+  } else if (role == "system") {
+    r.tool_declare(m["tools"], /*dynamic=*/true);  // the message's content is not rendered
+  } else if (role == "assistant") {
+    const ojson& calls = get(m, "tool_calls");
+    if (!calls.is_null() && !calls.is_array() && py_truthy(calls))
+      return error("chat: messages[{}].tool_calls must be an array", i);
+    st.tool_calls = calls.is_array() ? &calls : nullptr;
+    st.tool_index = 0;
+    Attrs attrs{{"role", "assistant"}};
+    DF_TRY(add_name(attrs, m, i));
+    r.open("message", attrs);
+    DF_TRY(render_assistant(r, m, i, opt));
+    r.close("message");
+    r.eom();
+  } else if (role == "tool" && (i == 0 || !is_tool_message(messages[i - 1]))) {
+    DF_TRY(render_tool_run(r, st, messages, i));
+  }  // other roles are skipped, as are tool results already rendered with their run
+  return {};
+}
+
+void render_response_format(Renderer& r, const ojson& rf) {
+  if (rf.is_null()) return;
+  ojson schema;  // none unless json_schema gives one
+  if (rf.is_object() && !get(rf, "json_schema").is_null()) {
+    const ojson& wrapper = rf["json_schema"];
+    if (wrapper.is_object() && wrapper.contains("schema")) schema = wrapper["schema"];
+    else if (wrapper.is_object() && wrapper.contains("json_schema")) schema = wrapper["json_schema"];
+    else schema = wrapper;
+  }
+  const ojson& type = rf.is_object() ? get(rf, "type") : rf;
+  if (type == "json_object") {
+    r.internal_message("response-format", k3::kResponseFormatJsonObject);
+  } else if (type == "json_schema") {
+    std::string body(k3::kResponseFormatJsonSchemaHead);
+    body += py_json_sorted(schema);
+    body += k3::kResponseFormatJsonSchemaTail;
+    r.internal_message("response-format", body);
+  }
 }
 
 }  // namespace
 
-Result<std::vector<ChatSegment>> render_chat(const ojson& raw_messages, const ChatOptions& opt) {
-  if (!raw_messages.is_array()) return error("chat: messages must be a JSON array");
-  for (size_t i = 0; i < raw_messages.size(); ++i)
-    if (!raw_messages[i].is_object()) return error("chat: messages[{}] is not an object", i);
-  const ojson messages = normalise(raw_messages);
+Result<std::vector<ChatSegment>> render_chat(const ojson& messages, const ChatOptions& opt) {
+  if (!messages.is_array()) return error("chat: messages must be a JSON array");
+  const auto& efforts = k3::kEfforts;
+  const bool known_effort =
+      opt.thinking_effort && std::find(std::begin(efforts), std::end(efforts), *opt.thinking_effort) != std::end(efforts);
+  if (opt.thinking && opt.thinking_effort && !known_effort)
+    return error("chat: thinking_effort '{}' is not supported; supported values are low, high and max",
+                 *opt.thinking_effort);
   Renderer r;
-  if (!opt.tools.is_null()) {
-    if (!opt.tools.is_array()) return error("chat: tools must be an array");
-    if (!opt.tools.empty()) r.sys_internal("tool-declare", replace(prose::kToolDeclare, "{tools}", sorted_compact(opt.tools)));
+  if (py_truthy(opt.tools)) r.tool_declare(opt.tools, /*dynamic=*/false);
+  if (opt.thinking && known_effort) {
+    std::string body(k3::kThinkingEffortHead);
+    body += *opt.thinking_effort;
+    body += k3::kThinkingEffortTail;
+    r.internal_message("thinking-effort", body);
   }
-  if (opt.thinking && opt.reasoning_effort) {
-    const std::string& e = *opt.reasoning_effort;
-    if (e != "low" && e != "high" && e != "max")
-      return error("chat: reasoning effort '{}' is not one of low, high, max", e);
-    r.sys_internal("thinking-effort", replace(prose::kThinkingEffort, "{effort}", e));
-  }
-  size_t tool_run = 0;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const ojson& m = messages[i];
-    const std::string role = str_field(m, "role");
-    tool_run = role == "tool" ? tool_run + 1 : 0;
-    if (role == "user" || role == "system") {
-      if (role == "system" && m.contains("tools") && m["tools"].is_array()) {
-        DF_ASSIGN(std::string content, content_text(m, i));
-        if (!is_blank(content)) {
-          r.open("message", {{"role", "system"}});
-          r.text(content);
-          r.close("message");
-          r.eom();
-        }
-        r.sys_internal("tool-declare", replace(prose::kToolDeclareDynamic, "{tools}", sorted_compact(m["tools"])));
-        continue;
-      }
-      Attrs attrs{{"role", role}};
-      if (!str_field(m, "name").empty()) attrs.push_back({"name", str_field(m, "name")});
-      DF_ASSIGN(std::string content, content_text(m, i));
-      r.open("message", attrs);
-      r.text(content);
-      r.close("message");
-      r.eom();
-    } else if (role == "tool") {
-      Attrs attrs{{"role", "tool"}};
-      std::string name = str_field(m, "tool");
-      if (name.empty()) name = str_field(m, "name");
-      if (!name.empty()) attrs.push_back({"tool", name});
-      attrs.push_back({"index", std::to_string(tool_run)});
-      DF_ASSIGN(std::string content, content_text(m, i));
-      r.open("message", attrs);
-      r.text(content);
-      r.close("message");
-      r.eom();
-    } else if (role == "assistant") {
-      DF_TRY(render_assistant(r, m, i, opt));
-    }  // unknown roles are skipped
-  }
-  if (opt.tool_choice.is_string()) {
-    const std::string c = opt.tool_choice.get<std::string>();
-    if (c == "required") r.sys_internal("tool-choice", prose::kToolChoiceRequired);
-    if (c == "none") r.sys_internal("tool-choice", prose::kToolChoiceNone);
-  }
-  if (opt.response_format.is_object()) {
-    const std::string type = str_field(opt.response_format, "type");
-    if (type == "json_object") {
-      r.sys_internal("response-format", prose::kResponseFormatJsonObject);
-    } else if (type == "json_schema") {
-      ojson schema = opt.response_format.contains("json_schema") ? opt.response_format["json_schema"] : ojson();
-      if (schema.is_object() && schema.contains("schema")) schema = schema["schema"];
-      r.sys_internal("response-format", replace(prose::kResponseFormatJsonSchema, "{schema}", sorted_compact(schema)));
-    }
-  }
+  State st;
+  for (size_t i = 0; i < messages.size(); ++i) DF_TRY(render_message(r, st, messages, i, opt));
+  if (opt.tool_choice == "required") r.internal_message("tool-choice", k3::kToolChoiceRequired);
+  else if (opt.tool_choice == "none") r.internal_message("tool-choice", k3::kToolChoiceNone);
+  render_response_format(r, opt.response_format);
   if (opt.add_generation_prompt) {
     r.open("message", {{"role", "assistant"}});
     r.open(opt.thinking ? "think" : "response");
   }
   return std::move(r.segments);
+}
+
+std::string chat_text(const std::vector<ChatSegment>& segments) {
+  std::string out;
+  for (const auto& s : segments) out += s.text;
+  return out;
 }
 
 Result<std::vector<uint32_t>> encode_segments(const Tokenizer& tok, const std::vector<ChatSegment>& segs,
@@ -381,7 +410,7 @@ Result<std::vector<uint32_t>> encode_chat(const Tokenizer& tok, const ojson& mes
 }
 
 Result<std::vector<uint32_t>> chat_stop_ids(const Tokenizer& tok) {
-  DF_ASSIGN(uint32_t eom, tok.special_id(kEndOfMsg));
+  DF_ASSIGN(uint32_t eom, tok.special_id(k3::kEndOfMsg));
   return std::vector<uint32_t>{eom};
 }
 

@@ -1,6 +1,8 @@
 // K3 chat rendering ("XTML", spec §5.4): messages -> segments, each encoded
 // separately (control segments with specials enabled, ordinary ones without)
-// so that no message text can forge a tag.
+// so that no message text can forge a tag. The rendered bytes are exactly
+// those of K3's published chat template (chat_template_text.h; the rules are
+// in docs/TOKENIZER.md), checked against python3-jinja2 in the tests.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -13,14 +15,16 @@
 
 namespace deltafin::tokenizer {
 
+// The template's variables besides `messages`.
 struct ChatOptions {
   bool thinking = true;
-  // "low" | "high" | "max"; nullopt renders no thinking-effort message.
-  std::optional<std::string> reasoning_effort = std::string("max");
+  // "low" | "high" | "max"; nullopt (the template's none) renders no
+  // thinking-effort message. Anything else is an error when thinking.
+  std::optional<std::string> thinking_effort = std::string("max");
   bool add_generation_prompt = true;
-  nlohmann::ordered_json tools;            // null = none; else an array
+  nlohmann::ordered_json tools;            // null = not given; else the request's `tools`
   nlohmann::ordered_json tool_choice;      // "required" / "none" add a message
-  nlohmann::ordered_json response_format;  // {"type": "json_object" | "json_schema", ...}
+  nlohmann::ordered_json response_format;  // {"type": "json_object" | "json_schema", ...} or a type string
 };
 
 struct ChatSegment {
@@ -32,6 +36,9 @@ struct ChatSegment {
 // OpenAI-style messages: [{"role", "content", "name", "reasoning_content",
 // "tool_calls", "tool_call_id"}...]. Errors name the message index.
 Result<std::vector<ChatSegment>> render_chat(const nlohmann::ordered_json& messages, const ChatOptions& options);
+
+// The rendered string: every segment's text, concatenated.
+std::string chat_text(const std::vector<ChatSegment>& segments);
 
 // render_chat, then each segment encoded on its own; large chats encode
 // segments on threads (same ids as sequential).

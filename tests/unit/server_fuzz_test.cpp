@@ -212,9 +212,10 @@ class Fuzzer {
     static const char* keys[] = {"model", "messages", "prompt", "max_tokens", "max_completion_tokens", "stream",
                                  "stream_options", "include_usage", "n", "temperature", "top_p", "stop", "role",
                                  "content", "type", "text", "tools", "reasoning_effort", "seed", "logit_bias",
-                                 "user", "name", "reasoning_content", "tool_calls", "echo", "zzz"};
+                                 "user", "name", "reasoning_content", "tool_calls", "echo", "zzz",
+                                 "chat_template_kwargs", "thinking", "thinking_effort"};
     ojson o = ojson::object();
-    for (int i = pick(6); i > 0; --i) o[keys[pick(26)]] = random_value(depth);
+    for (int i = pick(6); i > 0; --i) o[keys[pick(int(std::size(keys)))]] = random_value(depth);
     if (depth == 0 && pick(3) == 0) {  // often a plausible message list
       ojson m = {{"role", std::vector<const char*>{"user", "system", "assistant", "tool", "x"}[size_t(pick(5))]},
                  {"content", random_value(depth + 1)}};

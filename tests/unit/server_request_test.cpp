@@ -37,7 +37,7 @@ TEST(ServerRequest, AcceptsDefaultsThatChangeNothing) {
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.max_tokens, 7);
-  EXPECT_EQ(r.reasoning_effort, "high");
+  EXPECT_EQ(r.thinking_effort, "high");
   EXPECT_EQ(accepted(Chat, R"({"messages":[{"role":"user","content":"a"}]})").max_tokens, 100);
   EXPECT_EQ(accepted(Comp, R"({"prompt":"a"})").max_tokens, 100);  // min(256, ceiling)
 }

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "tokenizer/chat.h"
-#include "tokenizer/chat_prose.h"
 #include "tokenizer_test_util.h"
 
 namespace deltafin::tokenizer {
@@ -64,8 +63,11 @@ TEST_F(TokenizerChat, PlainUserTurnWithoutThinking) {
 
 TEST_F(TokenizerChat, DefaultOptionsAddThinkingEffortAndThink) {
   const auto got = encode(ordered_json::parse(R"([{"role":"user","content":"hi"}])"), ChatOptions{});
-  std::string body = prose::kThinkingEffort;
-  body.replace(body.find("{effort}"), 8, "max");
+  // The template's bytes, spelled out here independently of chat_template_text.h.
+  const std::string body =
+      "`thinking_effort` guides on how much to think in your thinking channel (not including the response "
+      "channel), supported values include `low`, `medium`, `high`, and `max`.\nNow the system is invoked with "
+      "`thinking_effort=max`.";
   Expect e;
   e.id(OPEN).s("message role=\"system\" type=\"thinking-effort\"").id(SEP).s(body).id(CLOSE).s("message").id(SEP).id(EOM);
   e.id(OPEN).s("message role=\"user\"").id(SEP).s("hi").id(CLOSE).s("message").id(SEP).id(EOM);
@@ -75,7 +77,7 @@ TEST_F(TokenizerChat, DefaultOptionsAddThinkingEffortAndThink) {
 
 TEST_F(TokenizerChat, MultiTurnWithReasoningAndSystem) {
   ChatOptions o;
-  o.reasoning_effort = std::nullopt;
+  o.thinking_effort = std::nullopt;
   const auto got = encode(ordered_json::parse(R"([
     {"role":"system","content":"Be brief."},
     {"role":"user","content":"2+2?","name":"ann"},
@@ -112,7 +114,7 @@ TEST_F(TokenizerChat, ToolCallsAndReorderedResults) {
   e.id(OPEN).s("tools").id(SEP);
   e.id(OPEN).s("call tool=\"get\" index=\"1\"").id(SEP);
   e.id(OPEN).s("argument key=\"city\" type=\"string\"").id(SEP).s("Paris").id(CLOSE).s("argument").id(SEP);
-  e.id(OPEN).s("argument key=\"n\" type=\"integer\"").id(SEP).s("2").id(CLOSE).s("argument").id(SEP);
+  e.id(OPEN).s("argument key=\"n\" type=\"number\"").id(SEP).s("2").id(CLOSE).s("argument").id(SEP);
   e.id(OPEN).s("argument key=\"x\" type=\"array\"").id(SEP).s("[1, true]").id(CLOSE).s("argument").id(SEP);
   e.id(CLOSE).s("call").id(SEP);
   e.id(OPEN).s("call tool=\"run\" index=\"2\"").id(SEP);
@@ -170,7 +172,7 @@ TEST_F(TokenizerChat, SegmentsAreEncodedSeparately) {
 
 TEST_F(TokenizerChat, BadInputIsAnError) {
   ChatOptions o;
-  o.reasoning_effort = "medium";  // listed in the prose but not accepted as input
+  o.thinking_effort = "medium";  // listed in the prose but not accepted as input
   EXPECT_FALSE(encode_chat(tok, ordered_json::parse(R"([{"role":"user","content":"hi"}])"), o).ok());
   const char* bad[] = {
       R"({"role":"user"})",
@@ -193,15 +195,53 @@ TEST_F(TokenizerChat, ToolsDeclarationIsSortedCompactJson) {
   ChatOptions o;
   o.thinking = false;
   o.add_generation_prompt = false;
-  o.tools = ordered_json::parse(R"([{"type":"function","function":{"name":"f","description":"é","parameters":{"b":1,"a":2}}}])");
+  o.tools = ordered_json::parse(
+      R"([{"type":"function","function":{"name":"f","description":"é","parameters":{"minimum":1,"minLength":2,"B":3}}}])");
   auto segs = render_chat(ordered_json::array(), o);
   ASSERT_TRUE(segs.ok()) << segs.message();
-  std::string all;
-  for (const auto& s : segs.value()) all += s.text;
-  EXPECT_NE(all.find(R"({"function":{"description":"é","name":"f","parameters":{"a":2,"b":1}},"type":"function"})"),
-            std::string::npos)
-      << all;
-  EXPECT_NE(all.find("type=\"tool-declare\""), std::string::npos);
+  // Keys sorted as Jinja's dictsort does (case-insensitively): B, minimum, minLength.
+  const std::vector<ChatSegment> want = {
+      {true, "<|open|>"}, {false, "message"}, {false, " role"}, {false, "=\""}, {false, "system"}, {false, "\""},
+      {false, " type"}, {false, "=\""}, {false, "tool-declare"}, {false, "\""}, {true, "<|sep|>"},
+      {false, "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n"
+              R"([{"function":{"description":"é","name":"f","parameters":{"B":3,"minimum":1,"minLength":2}},)"
+              R"("type":"function"}])"
+              "\n```"},
+      {true, "<|close|>"}, {false, "message"}, {true, "<|sep|>"}, {true, "<|end_of_msg|>"}};
+  EXPECT_EQ(segs.value(), want);
+}
+
+TEST_F(TokenizerChat, ToolResultIndexRunsUntilTheNextAssistant) {
+  ChatOptions o;
+  o.thinking = false;
+  o.add_generation_prompt = false;
+  auto segs = render_chat(ordered_json::parse(R"([
+    {"role":"assistant","content":"","tool_calls":[{"id":"x","function":{"name":"f","arguments":{}}}]},
+    {"role":"tool","content":"1"},
+    {"role":"user","content":"u"},
+    {"role":"tool","content":"2","name":"g"}
+  ])"), o);
+  ASSERT_TRUE(segs.ok()) << segs.message();
+  const std::string text = chat_text(segs.value());
+  // The first result takes the first call's name by order; the counter is not reset by the user turn.
+  EXPECT_NE(text.find("<|open|>message role=\"tool\" tool=\"f\" index=\"1\"<|sep|>1"), std::string::npos) << text;
+  EXPECT_NE(text.find("<|open|>message role=\"tool\" tool=\"g\" index=\"2\"<|sep|>2"), std::string::npos) << text;
+  // A result with no name and no call to match is an error.
+  EXPECT_FALSE(render_chat(ordered_json::parse(R"([{"role":"tool","content":"1"}])"), o).ok());
+}
+
+TEST_F(TokenizerChat, SystemMessageWithToolsIsOnlyTheDynamicDeclaration) {
+  ChatOptions o;
+  o.thinking = false;
+  o.add_generation_prompt = false;
+  auto segs = render_chat(
+      ordered_json::parse(R"([{"role":"system","content":"dropped","tools":[{"name":"t"}]}])"), o);
+  ASSERT_TRUE(segs.ok()) << segs.message();
+  EXPECT_EQ(chat_text(segs.value()),
+            "<|open|>message role=\"system\" type=\"tool-declare\"<|sep|>## New Tools Available\nThe system "
+            "dynamically extends the toolset via lazy-loading.\nYou have access to all existing and extended tools.\n"
+            "Here are the specs for the extended tools.\n\n```json\n[{\"name\":\"t\"}]\n```<|close|>message<|sep|>"
+            "<|end_of_msg|>");
 }
 
 }  // namespace
