@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <unicode/ustring.h>
 
 #include "tokenizer/utf8.h"
 
@@ -86,16 +85,14 @@ void append_dumps(std::string& out, const ojson& v) {
 void append_sorted(std::string& out, const ojson& v) {
   if (v.is_object()) {
     struct Entry {
-      std::string lowered;
       const std::string* key;
       const ojson* value;
     };
     std::vector<Entry> entries;
-    for (auto it = v.begin(); it != v.end(); ++it) entries.push_back({py_lower(it.key()), &it.key(), &it.value()});
-    // Python's sorted() is stable and compares str by code point, which is
-    // the byte order of their UTF-8.
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const Entry& a, const Entry& b) { return a.lowered < b.lowered; });
+    for (auto it = v.begin(); it != v.end(); ++it) entries.push_back({&it.key(), &it.value()});
+    // K3's reference encoder sorts keys as json.dumps(sort_keys=True) does:
+    // by code point, case-sensitively, which is the byte order of UTF-8.
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return *a.key < *b.key; });
     out += '{';
     for (size_t i = 0; i < entries.size(); ++i) {
       if (i) out += ',';
@@ -208,34 +205,5 @@ std::string py_strip(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-std::string py_lower(std::string_view s) {
-  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-    std::string out(s);
-    for (char& c : out)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-  }
-  if (first_invalid_utf8(s) != kUtf8Valid || s.size() > 0x3fffffff) return std::string(s);
-  UErrorCode err = U_ZERO_ERROR;
-  std::vector<UChar> wide(s.size() + 1);
-  int32_t wide_len = 0;
-  u_strFromUTF8(wide.data(), int32_t(wide.size()), &wide_len, s.data(), int32_t(s.size()), &err);
-  if (U_FAILURE(err)) return std::string(s);
-  // Full lowercasing can lengthen a string (U+0130 -> "i" + U+0307): preflight.
-  err = U_ZERO_ERROR;
-  const int32_t lower_len = u_strToLower(nullptr, 0, wide.data(), wide_len, "", &err);
-  if (err != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(err)) return std::string(s);
-  std::vector<UChar> lower(size_t(lower_len) + 1);
-  err = U_ZERO_ERROR;
-  u_strToLower(lower.data(), int32_t(lower.size()), wide.data(), wide_len, "", &err);
-  if (U_FAILURE(err)) return std::string(s);
-  std::string out(size_t(lower_len) * 3 + 1, '\0');
-  int32_t out_len = 0;
-  err = U_ZERO_ERROR;
-  u_strToUTF8(out.data(), int32_t(out.size()), &out_len, lower.data(), lower_len, &err);
-  if (U_FAILURE(err)) return std::string(s);
-  out.resize(size_t(out_len));
-  return out;
-}
 
 }  // namespace deltafin::tokenizer

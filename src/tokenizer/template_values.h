@@ -29,16 +29,14 @@ std::string py_float_repr(double value);
 std::string py_json_dumps(const nlohmann::ordered_json& value);
 
 // The template's `json_sorted` macro: compact (no spaces), every object's
-// keys in Jinja `dictsort` order (case-insensitive: sorted by
-// py_lower(key), ties keep their order), scalars as json.dumps writes them.
+// keys sorted as the reference encoder's json.dumps(sort_keys=True) sorts
+// them (by code point, case-sensitive: the order the template's comment
+// says it matches; Jinja's own dictsort would ignore case), scalars as
+// json.dumps writes them.
 std::string py_json_sorted(const nlohmann::ordered_json& value);
 
 // Python's str.strip(): drops leading and trailing str.isspace() characters.
 // Invalid UTF-8 is returned unchanged (the encoder rejects it later).
 std::string py_strip(std::string_view s);
-
-// Python's str.lower() (full Unicode lowercase mapping, final sigma
-// included), via ICU's root-locale lowercasing.
-std::string py_lower(std::string_view s);
 
 }  // namespace deltafin::tokenizer

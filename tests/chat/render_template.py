@@ -14,6 +14,9 @@ The template environment, as engines set it up for chat templates:
 - `tojson` is json.dumps with its keyword arguments (ensure_ascii, indent,
   separators, sort_keys=False), not Jinja's HTML-escaping built-in, which
   takes none of them;
+- `dictsort` sorts keys case-sensitively, as json.dumps(sort_keys=True) in
+  K3's reference encoder does (the template's json_sorted comment says that
+  is the order it means; Jinja's built-in ignores case by default);
 - chat_template_kwargs become template variables (the vLLM convention), and
   a top-level `reasoning_effort` is the template's `thinking_effort`;
 - assistant tool-call `arguments` strings that parse as a JSON object are
@@ -47,6 +50,7 @@ def raise_exception(message):
 def environment():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = tojson
+    env.filters["dictsort"] = lambda value: sorted(value.items(), key=lambda kv: kv[0])
     env.globals["raise_exception"] = raise_exception
     return env
 

@@ -199,12 +199,12 @@ TEST_F(TokenizerChat, ToolsDeclarationIsSortedCompactJson) {
       R"([{"type":"function","function":{"name":"f","description":"é","parameters":{"minimum":1,"minLength":2,"B":3}}}])");
   auto segs = render_chat(ordered_json::array(), o);
   ASSERT_TRUE(segs.ok()) << segs.message();
-  // Keys sorted as Jinja's dictsort does (case-insensitively): B, minimum, minLength.
+  // Keys sorted as the reference encoder's sort_keys does (by code point): B, minLength, minimum.
   const std::vector<ChatSegment> want = {
       {true, "<|open|>"}, {false, "message"}, {false, " role"}, {false, "=\""}, {false, "system"}, {false, "\""},
       {false, " type"}, {false, "=\""}, {false, "tool-declare"}, {false, "\""}, {true, "<|sep|>"},
       {false, "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n"
-              R"([{"function":{"description":"é","name":"f","parameters":{"B":3,"minimum":1,"minLength":2}},)"
+              R"([{"function":{"description":"é","name":"f","parameters":{"B":3,"minLength":2,"minimum":1}},)"
               R"("type":"function"}])"
               "\n```"},
       {true, "<|close|>"}, {false, "message"}, {true, "<|sep|>"}, {true, "<|end_of_msg|>"}};
