@@ -1,6 +1,7 @@
 // Greedy generation on top of forward(rows): chunked prefill, then one row per
 // step. Argmax ties go to the lowest id.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -14,6 +15,9 @@ struct GenerateOptions {
   int max_new = 32;
   int prefill_chunk = 512;  // rows per prompt block; each block reads its experts once (docs/BENCH.md)
   std::vector<int32_t> stop_ids;  // generation stops after emitting one of these
+  // Set from another thread to stop: generate() returns Status::cancelled()
+  // before the next layer of the block in flight (prefill or decode).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerateStats {

@@ -99,6 +99,7 @@ Status Model::forward(std::span<const int32_t> tokens, Session& session, Logits 
   ForwardStats& st = stats ? *stats : local;
   ThreadPool* pool = pool_.get();
   for (int l = 0; l < cfg_.num_layers; ++l) {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return Status::cancelled();
     const LayerWeights& L = w_.layers[l];
     const bool boundary = l % cfg_.attn_res_block == 0;
     // Attention input, and the block boundary bookkeeping.

@@ -1,7 +1,7 @@
 // Strict request validation: accepted defaults, refused fields named in param.
 #include <gtest/gtest.h>
 
-#include "server/http.h"
+#include "server/http_transport.h"
 #include "server/request.h"
 
 namespace deltafin::server {
