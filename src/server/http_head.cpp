@@ -65,10 +65,13 @@ std::variant<HttpRequest, HeadFailure> convert_head(const BeastHead& head, bool 
   }
   r.chunked = chunked;
   r.content_length = content_length;
+  // Beast frames a request body only by Content-Length or a final chunked coding.
+  if (!chunked && r.header("transfer-encoding"))
+    return fail(501, "request bodies must use Content-Length or Transfer-Encoding: chunked", "not_implemented");
   return r;
 }
 
-HeadFailure head_error(const boost::system::error_code& ec) {
+HeadFailure head_error(const boost::system::error_code& ec, std::string_view raw) {
   using E = http::error;
   if (ec == E::header_limit || ec == E::buffer_overflow)
     return fail(431, "the request head is over 32 KiB", "headers_too_large");
@@ -76,7 +79,15 @@ HeadFailure head_error(const boost::system::error_code& ec) {
   if (ec == E::bad_transfer_encoding)
     return fail(501, "request bodies must use Content-Length or Transfer-Encoding: chunked", "not_implemented");
   if (ec == E::bad_content_length) return fail(400, "bad Content-Length (malformed, or conflicting with another)");
-  if (ec == E::bad_version) return fail(400, "malformed HTTP version");
+  if (ec == E::bad_version) {
+    // Beast parses "HTTP/d.d" and refuses versions other than 1.0 and 1.1 with the same error.
+    const std::string_view line = raw.substr(0, raw.find("\r\n"));
+    const bool well_formed = line.size() >= 8 && line.substr(line.size() - 8, 5) == "HTTP/" &&
+                             std::isdigit(static_cast<unsigned char>(line[line.size() - 3])) &&
+                             line[line.size() - 2] == '.' && std::isdigit(static_cast<unsigned char>(line.back()));
+    if (well_formed) return fail(505, "only HTTP/1.1 and HTTP/1.0 are supported", "http_version_not_supported");
+    return fail(400, "malformed HTTP version");
+  }
   if (ec == E::bad_method) return fail(400, "malformed request method");
   if (ec == E::bad_target) return fail(400, "malformed request target");
   if (ec == E::bad_field) return fail(400, "malformed header name");
@@ -93,8 +104,8 @@ std::variant<HttpRequest, HeadFailure> parse_head(std::string_view bytes) {
   boost::system::error_code ec;
   p.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
   if (ec == http::error::need_more) ec = http::error::partial_message;
-  if (ec) return head_error(ec);
-  if (!p.is_header_done()) return head_error(http::error::partial_message);
+  if (ec) return head_error(ec, bytes);
+  if (!p.is_header_done()) return head_error(http::error::partial_message, bytes);
   std::optional<uint64_t> length;
   if (p.content_length()) length = *p.content_length();
   return convert_head(p.get().base(), p.chunked(), length);

@@ -18,6 +18,7 @@ std::variant<HttpRequest, HeadFailure> convert_head(const BeastHead& head, bool 
                                                     std::optional<uint64_t> content_length);
 
 // A parser error while reading a head: the status and message to answer.
-HeadFailure head_error(const boost::system::error_code& ec);
+// `raw`: the unparsed bytes (tells a well-formed other HTTP version, 505, from garbage).
+HeadFailure head_error(const boost::system::error_code& ec, std::string_view raw);
 
 }  // namespace deltafin::server

@@ -362,7 +362,8 @@ void Connection::on_head(const error_code& ec) {
     if (ec == net::error::operation_aborted) return close_now();  // reclaimed or stopping
     if (ec == http::error::end_of_stream) return close_now();    // closed between requests
     if (!is_http_error(ec)) return close_now();                  // reset
-    return fail_head(head_error(ec));
+    const std::string raw = beast::buffers_to_string(buf_.data());
+    return fail_head(head_error(ec, raw));
   }
   std::optional<uint64_t> length;
   if (parser_->content_length()) length = *parser_->content_length();

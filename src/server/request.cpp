@@ -4,7 +4,7 @@
 #include <cctype>
 #include <fmt/format.h>
 
-#include "server/body_scan.h"
+#include "server/json_body.h"
 #include "server/memo.h"
 
 namespace deltafin::server {
@@ -184,8 +184,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
     return bad_request(fmt::format("'messages' has more than {} messages, more than fit in this server's context "
                                    "(--max-context)", limits.max_messages),
                        "messages", "context_length_exceeded");
-  if (!shape.valid_json) return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
-  ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  ojson root = parse_body(body);
   if (root.is_discarded())
     return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
   if (!root.is_object()) return bad_request("the request body must be a JSON object", std::nullopt, "invalid_json");
