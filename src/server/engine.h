@@ -1,6 +1,7 @@
 // The server's model side: prompt encoding, greedy generation through the
-// output filter, and conversation state reuse (spec §9.5). One generation at
-// a time: callers hold the server's single generation permit.
+// output filter, and conversation state reuse. One generation at a time: only
+// the server's generation thread calls generate(), publish() and discard();
+// encode() is const and may run on another thread meanwhile.
 //
 // Reuse: after a chat response has been delivered, publish() keeps up to two
 // boundaries, each a Session snapshot plus the token tape it stands for: the

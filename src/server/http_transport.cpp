@@ -149,7 +149,7 @@ struct HttpTransport::Impl {
 
   void accept();
   void admit(tcp::socket s);
-  std::shared_ptr<Connection> pick_victim(const std::string* client);
+  std::shared_ptr<Connection> pick_victim(const std::string* client, std::vector<std::shared_ptr<Connection>>& seen);
   void unregister(Connection* c);
   void begin_stop();
   void end_stop();
@@ -176,6 +176,7 @@ struct HttpTransport::Impl {
   char wake_byte = 0;
   std::atomic<bool> stop_requested{false};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> destroying{false};  // ~HttpTransport: connections die with the io_context, post nothing
   bool stop_begun = false;
   int port = 0;
   std::atomic<uint64_t> next_id{0}, accepted{0}, reclaimed{0}, refused{0};
@@ -670,13 +671,19 @@ void HttpTransport::Impl::accept() {
   });
 }
 
-std::shared_ptr<Connection> HttpTransport::Impl::pick_victim(const std::string* client) {
+// Called with `mu` held. Every connection it looks at stays referenced in
+// `seen` until the caller has released `mu`: a last reference dropped here
+// would run ~Connection, which takes `mu`.
+std::shared_ptr<Connection> HttpTransport::Impl::pick_victim(const std::string* client,
+                                                             std::vector<std::shared_ptr<Connection>>& seen) {
   std::shared_ptr<Connection> best;
   for (auto& [raw, weak] : conns) {
     auto c = weak.lock();
-    if (!c || (client && c->client() != *client)) continue;
+    if (!c) continue;
+    seen.push_back(c);
+    if (client && c->client() != *client) continue;
     if (c->state() != ConnState::Head && c->state() != ConnState::Body) continue;
-    if (!best || c->since() < best->since()) best = std::move(c);
+    if (!best || c->since() < best->since()) best = c;
   }
   return best;
 }
@@ -688,13 +695,14 @@ void HttpTransport::Impl::admit(tcp::socket s) {
   auto c = std::make_shared<Connection>(*this, std::move(s), client);
   accepted.fetch_add(1);
   std::shared_ptr<Connection> victim;
+  std::vector<std::shared_ptr<Connection>> seen;  // released after `mu` (see pick_victim)
   bool refuse = false;
   {
     std::lock_guard lock(mu);
     const bool over_client = per_client[client] >= opt.max_client_connections;
     const bool over_total = int(conns.size()) >= opt.max_connections;
     if (over_client || over_total) {
-      victim = pick_victim(over_client ? &client : nullptr);
+      victim = pick_victim(over_client ? &client : nullptr, seen);
       if (victim) {
         victim->registered = false;
         conns.erase(victim.get());
@@ -729,7 +737,7 @@ void HttpTransport::Impl::unregister(Connection* c) {
   c->registered = false;
   conns.erase(c);
   if (--per_client[c->client()] <= 0) per_client.erase(c->client());
-  if (stopping.load() && conns.empty()) net::post(ioc, [this] { end_stop(); });
+  if (stopping.load() && conns.empty() && !destroying.load()) net::post(ioc, [this] { end_stop(); });
 }
 
 void HttpTransport::Impl::end_stop() {
@@ -781,6 +789,7 @@ HttpTransport::HttpTransport(TransportOptions opt, HttpHandler& handler)
 
 HttpTransport::~HttpTransport() {
   Impl& t = *impl_;
+  t.destroying.store(true);
   error_code ig;
   t.acceptor.close(ig);
   if (t.wake_reader) t.wake_reader->close(ig);
