@@ -91,6 +91,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string bytes;
     bool last;       // the reply's final piece
     size_t counted;  // bytes an Exchange::write is waiting on
+    std::shared_ptr<Exchange> owner;  // of a final piece: delivered once it is written
   };
   void set_state(ConnState s) {
     state_.store(int(s));
@@ -570,7 +571,7 @@ void Connection::send_stream_end(Exchange* who) {
 }
 
 void Connection::enqueue(std::string bytes, bool last, size_t counted) {
-  outbox_.push_back({std::move(bytes), last, counted});
+  outbox_.push_back({std::move(bytes), last, counted, last ? ex_ : nullptr});
   if (!writing_) do_write();
 }
 
@@ -590,10 +591,14 @@ void Connection::on_write(const error_code& ec) {
   ++write_gen_;
   write_timer_.cancel();
   writing_ = false;
-  if (closed_) return;
+  if (outbox_.empty()) return;
   Out done = std::move(outbox_.front());
   outbox_.pop_front();
+  // Written is delivered, even if the client's close was noticed first (it
+  // may read the reply and close at once).
+  if (!ec && done.owner) done.owner->delivered_ = true;
   if (ex_) ex_->sent(done.counted);
+  if (closed_) return;
   if (ec) return client_gone();
   if (done.last) return finish_reply();
   do_write();
@@ -645,9 +650,11 @@ void Connection::close_now() {
   sock_.shutdown(tcp::socket::shutdown_both, ig);
   sock_.close(ig);
   t_.unregister(this);
-  for (const Out& o : outbox_)
-    if (ex_) ex_->sent(o.counted);
-  outbox_.clear();
+  // The piece being written stays until its completion says whether it got out.
+  const size_t keep = writing_ && !outbox_.empty() ? 1 : 0;
+  for (size_t i = keep; i < outbox_.size(); ++i)
+    if (ex_) ex_->sent(outbox_[i].counted);
+  outbox_.resize(keep);
   if (ex_) ex_->mark_gone();
   ex_.reset();
   after_watch_ = nullptr;
