@@ -107,7 +107,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_body(const error_code& ec);
   void body_done();
   void start_watch();
-  void on_watch(const error_code& ec);
+  void on_watch(const error_code& ec, size_t n);
   void client_gone();
   void enqueue(std::string bytes, bool last, size_t counted = 0);
   void do_write();
@@ -483,31 +483,26 @@ void Connection::body_done() {
   }
 }
 
-// While a request is handled, a readable socket means pipelined bytes (kept
-// for the next request) or the end of the client's side (it is gone).
+// While a request is handled, a read stays pending on the socket: bytes are
+// pipelined requests (kept in the parse buffer for the next one), the end of
+// stream or an error means the client is gone.
 void Connection::start_watch() {
   if (watching_ || closed_ || buf_.size() >= kMaxPipelined) return;
   watching_ = true;
-  sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const error_code& ec) { self->on_watch(ec); });
+  sock_.async_read_some(buf_.prepare(std::min<size_t>(4096, kBufferLimit - buf_.size())),
+                        [self = shared_from_this()](const error_code& ec, size_t n) { self->on_watch(ec, n); });
 }
 
-void Connection::on_watch(const error_code& ec) {
+void Connection::on_watch(const error_code& ec, size_t n) {
   watching_ = false;
   if (closed_) return;
-  if (!ec && state() == ConnState::Handling) {
-    error_code rec;
-    const size_t n = sock_.read_some(buf_.prepare(std::min<size_t>(4096, kBufferLimit - buf_.size())), rec);
-    if (rec == net::error::would_block || rec == net::error::try_again) {
-      // spurious wake-up
-    } else if (rec) {
-      return client_gone();  // end of stream or reset
-    } else {
-      buf_.commit(n);
-    }
-  } else if (ec && ec != net::error::operation_aborted) {
-    return client_gone();
+  if (!ec) buf_.commit(n);
+  if (state() == ConnState::Handling) {
+    if (ec) return client_gone();  // end of stream, reset, or aborted by a close
+    return start_watch();
   }
-  if (state() == ConnState::Handling) return start_watch();
+  // The reply is out (finish_reply cancelled this read): carry on. An end of
+  // stream or error seen here shows again to the next read.
   if (after_watch_) {
     auto f = std::move(after_watch_);
     after_watch_ = nullptr;

@@ -5,8 +5,13 @@
 // disconnect, graceful stop, and the request log.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -49,6 +54,29 @@ bool wait_metric(LiveServer& s, const std::string& name, double value, int ms = 
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+// CPU time (clock ticks) of each thread of this process.
+std::map<int, long> thread_ticks() {
+  std::map<int, long> out;
+  DIR* d = opendir("/proc/self/task");
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stol(field);
+      if (i == 15) stime = std::stol(field);
+    }
+    out[std::atoi(e->d_name)] = utime + stime;
+  }
+  if (d) closedir(d);
+  return out;
 }
 
 ServerOptions fast_timeouts() {
@@ -250,6 +278,33 @@ TEST(ServerTransport, DisconnectDuringPrefillFreesTheSlot) {
   bool logged = false;
   for (const auto& line : s.log()) logged = logged || line.find("status=499") != std::string::npos;
   EXPECT_TRUE(logged);
+}
+
+// While a generation runs, watching its client for a disconnect costs no CPU:
+// the other threads use a small fraction of the generating one's time.
+TEST(ServerTransport, WatchingAClientCostsNoCpu) {
+  ServerOptions so;
+  so.max_tokens = 20000;
+  EngineOptions eo;
+  eo.max_context = 100000;
+  LiveServer s(so, eo);
+  RawClient c(s.port());
+  c.send(completion("spin", 20000, true));  // streaming: the connection is watched and written to
+  ASSERT_TRUE(wait_metric(s, "deltafin_generation_running", 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto a = thread_ticks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto b = thread_ticks();
+  long top = 0, sum = 0;
+  for (const auto& [tid, t] : b) {
+    const long d = t - (a.count(tid) ? a.at(tid) : 0);
+    top = std::max(top, d);
+    sum += d;
+  }
+  EXPECT_GT(top, 20);  // the generating thread ran
+  EXPECT_LT(sum - top, top / 4) << "ticks: generating thread " << top << ", all others " << sum - top;
+  c.close_now();
+  ASSERT_TRUE(wait_metric(s, "deltafin_generation_running", 0));
 }
 
 TEST(ServerTransport, ClientLeavingTheQueueIsNeverGeneratedFor) {
