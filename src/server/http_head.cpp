@@ -2,7 +2,6 @@
 
 #include <cctype>
 
-#include <boost/asio/buffer.hpp>
 #include <fmt/format.h>
 
 namespace deltafin::server {

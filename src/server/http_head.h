@@ -4,7 +4,7 @@
 #pragma once
 #include <variant>
 
-#include <boost/beast/http.hpp>
+#include "server/beast.h"
 
 #include "server/http_transport.h"
 

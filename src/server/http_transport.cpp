@@ -14,11 +14,9 @@
 #include <sstream>
 #include <thread>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include "server/beast.h"
 #include "server/http_head.h"
 
 namespace deltafin::server {
