@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(cmake g++ make pkg-config git
       libhwy-dev libpcre2-dev nlohmann-json3-dev libxxhash-dev liburing-dev
       libssl-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libcpp-httplib-dev python3 python3-jinja2)
+      libboost-dev python3 python3-jinja2)
 # Node.js may come from another source (it bundles npm); only ask Debian when absent.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

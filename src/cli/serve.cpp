@@ -1,10 +1,13 @@
 // `deltafin serve`: the OpenAI-compatible server (docs/SERVER.md).
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include "cli/command.h"
 #include "model/model.h"
@@ -27,8 +30,12 @@ struct ServeOptions {
 };
 
 server::Server* g_server = nullptr;
+std::atomic<int> g_signals{0};  // lock-free: safe in a signal handler
 
-extern "C" void on_stop_signal(int) {
+// The first SIGINT/SIGTERM stops gracefully (the generation in flight stops
+// before its next layer); a second one exits at once.
+extern "C" void on_stop_signal(int sig) {
+  if (g_signals.fetch_add(1) > 0) _exit(128 + sig);
   if (g_server) g_server->stop();  // async-signal-safe: a flag and a pipe write
 }
 
@@ -101,6 +108,20 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--memo-bytes", o->server.memo_bytes, "Exact response memo: bytes (0 disables)")
       ->check(CLI::Range(uint64_t(0), uint64_t(1) << 30))->capture_default_str();
+  cmd->add_option("--queue", o->server.queue, "Generation requests that may wait for the slot (more get 429)")
+      ->check(CLI::Range(0, 1 << 16))->capture_default_str();
+  cmd->add_option("--max-connections", o->server.max_connections, "Open connections in all")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--max-client-connections", o->server.max_client_connections,
+                  "Open connections per client address")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--head-timeout-ms", o->server.head_timeout_ms,
+                  "Time to send a request head; also the keep-alive idle time")
+      ->check(CLI::Range(1, 3600000))->capture_default_str();
+  cmd->add_option("--body-timeout-ms", o->server.body_idle_timeout_ms, "Longest pause inside a request body")
+      ->check(CLI::Range(1, 3600000))->capture_default_str();
+  cmd->add_option("--send-timeout-ms", o->server.send_timeout_ms, "Longest wait for a client to take response bytes")
+      ->check(CLI::Range(1, 3600000))->capture_default_str();
   cmd->add_flag("--no-state-reuse", o->no_state_reuse, "Always prefill the whole conversation");
   cmd->add_option("--threads", o->threads, "Compute threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--prefill-chunk", o->engine.prefill_chunk, "Prompt rows per forward block")

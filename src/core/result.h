@@ -14,19 +14,30 @@ class Status {
  public:
   Status() = default;
   static Status error(std::string message) { return Status(std::move(message)); }
+  // A stop that was asked for (a client left, a shutdown): not a failure.
+  static Status cancelled() {
+    Status s("cancelled");
+    s.cancelled_ = true;
+    return s;
+  }
   bool ok() const { return !message_.has_value(); }
+  bool is_cancelled() const { return cancelled_; }
   const std::string& message() const {
     static const std::string kEmpty;
     return message_ ? *message_ : kEmpty;
   }
   // Prefix context ("while reading X: ") to an error; a no-op on success.
   Status with_context(const std::string& context) const {
-    return ok() ? *this : Status(context + ": " + *message_);
+    if (ok()) return *this;
+    Status s(context + ": " + *message_);
+    s.cancelled_ = cancelled_;
+    return s;
   }
 
  private:
   explicit Status(std::string m) : message_(std::move(m)) {}
   std::optional<std::string> message_;
+  bool cancelled_ = false;
 };
 
 template <typename... Args>

@@ -1,6 +1,7 @@
 // Greedy generation on top of forward(rows): chunked prefill, then one row per
 // step. Argmax ties go to the lowest id.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -18,6 +19,9 @@ struct GenerateOptions {
   // generation there (not an error: the stats cover what ran). `run` uses
   // it for SIGINT.
   std::function<bool()> interrupted;
+  // Set from another thread to stop: generate() returns Status::cancelled()
+  // before the next layer of the block in flight (prefill or decode).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerateStats {

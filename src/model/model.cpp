@@ -292,6 +292,8 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
 
   embed(tokens, p);
   for (int l = 0; l < cfg_.num_layers; ++l) {
+    // A server that lost its client stops here, within one layer of the block.
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) return Status::cancelled();
     const LayerWeights& L = w_.layers[size_t(l)];
     attention_input(l, anchors, p, x, T);
     if (L.attention == AttentionKind::KDA) {

@@ -1,6 +1,7 @@
 // The target model: config + bound spine weights + an ExpertSource, and the
 // one primitive every path uses: forward(rows).
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -85,6 +86,10 @@ class Model {
   // reads earlier: every expert used is still the one the real router picks,
   // so tokens and logits are unchanged. 0 turns it off.
   void set_prefetch(int per_row) { prefetch_per_row_ = per_row; }
+  // Cancellation: while `flag` is set, forward() returns Status::cancelled()
+  // before its next layer (the session is then unspecified, as on any error).
+  // nullptr (the default) never cancels. The flag must outlive its use.
+  void set_cancel_flag(const std::atomic<bool>* flag) { cancel_ = flag; }
 
  private:
   Model();
@@ -95,6 +100,7 @@ class Model {
   std::unique_ptr<ThreadPool> pool_;
   RouteObserver route_observer_;
   int prefetch_per_row_ = 0;
+  const std::atomic<bool>* cancel_ = nullptr;
   std::vector<int> next_moe_;  // per layer: the next MoE layer after it, or -1
   // AttnRes pseudo-query folded with its key-norm weight, per layer (c = w ⊙ q).
   std::vector<std::vector<float>> c_attn_, c_mlp_;

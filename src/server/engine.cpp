@@ -17,27 +17,44 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Model> model, con
   return std::make_unique<Engine>(std::move(model), std::move(tok).value(), opt);
 }
 
+Engine::Engine(std::unique_ptr<Model> model, tokenizer::Tokenizer tok, EngineOptions opt)
+    : model_(std::move(model)), tok_(std::move(tok)), opt_(opt) {
+  for (uint32_t id = 0; id < tok_.rank_count(); ++id)
+    if (auto b = tok_.token_bytes(id); b.ok()) max_token_bytes_ = std::max(max_token_bytes_, b->size());
+}
+
 std::variant<std::vector<int32_t>, ApiError> Engine::encode(const GenRequest& req) const {
+  const bool chat = req.kind == RequestKind::Chat;
+  const char* param = chat ? "messages" : "prompt";
+  auto too_long = [&](const char* what, size_t n) {
+    const int64_t need = int64_t(n) + req.max_tokens;
+    return bad_request(fmt::format("the prompt has {}{} tokens; with max_tokens {} that is {}, over this server's "
+                                   "context limit of {}", what, n, req.max_tokens, need, opt_.max_context),
+                       param, "context_length_exceeded");
+  };
+  // Every control segment is at least one token, every ordinary one at least
+  // ceil(bytes / longest token): a prompt over the bound by that count alone
+  // is refused without tokenising it (a 100 MB prompt costs no token memory).
+  const auto lower_bound = [&](size_t bytes) { return (bytes + max_token_bytes_ - 1) / max_token_bytes_; };
   Result<std::vector<uint32_t>> ids = std::vector<uint32_t>{};
-  if (req.kind == RequestKind::Chat) {
+  if (chat) {
     tokenizer::ChatOptions co;
     co.thinking = req.thinking;
     co.thinking_effort = req.thinking_effort;
-    ids = tokenizer::encode_chat(tok_, req.messages, co);
-    if (!ids.ok()) return bad_request(ids.message(), "messages");
+    auto segments = tokenizer::render_chat(req.messages, co);
+    if (!segments.ok()) return bad_request(segments.message(), param);
+    size_t at_least = 0;
+    for (const auto& s : *segments) at_least += s.control ? 1 : lower_bound(s.text.size());
+    if (int64_t(at_least) + req.max_tokens > opt_.max_context) return too_long("at least ", at_least);
+    ids = tokenizer::encode_segments(tok_, *segments);
   } else {
+    if (int64_t(lower_bound(req.prompt.size())) + req.max_tokens > opt_.max_context)
+      return too_long("at least ", lower_bound(req.prompt.size()));
     ids = tok_.encode(req.prompt, /*allow_special=*/false);
-    if (!ids.ok()) return bad_request(ids.message(), "prompt");
   }
-  if (ids->empty()) return bad_request("the prompt encodes to no tokens", req.kind == RequestKind::Chat ? "messages" : "prompt");
-  const int64_t need = int64_t(ids->size()) + req.max_tokens;
-  if (need > opt_.max_context) {
-    ApiError e = bad_request(fmt::format("the prompt has {} tokens; with max_tokens {} that is {}, over this server's "
-                                         "context limit of {}", ids->size(), req.max_tokens, need, opt_.max_context),
-                             "messages", "context_length_exceeded");
-    if (req.kind == RequestKind::Completion) e.param = "prompt";
-    return e;
-  }
+  if (!ids.ok()) return bad_request(ids.message(), param);
+  if (ids->empty()) return bad_request("the prompt encodes to no tokens", param);
+  if (int64_t(ids->size()) + req.max_tokens > opt_.max_context) return too_long("", ids->size());
   return std::vector<int32_t>(ids->begin(), ids->end());
 }
 
@@ -52,7 +69,8 @@ void Engine::discard() {
 }
 
 Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vector<int32_t>& ids,
-                                           const StartCallback& on_start, const DeltaSink& sink) {
+                                           const StartCallback& on_start, const DeltaSink& sink,
+                                           const std::atomic<bool>* cancel) {
   const bool chat = req.kind == RequestKind::Chat;
   std::vector<Boundary> slot = std::move(slot_);
   slot_.clear();
@@ -92,6 +110,7 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   g.max_new = req.max_tokens;
   g.prefill_chunk = opt_.prefill_chunk;
   g.stop_ids = stop;
+  g.cancel = cancel;
   const bool keep = chat && opt_.state_reuse;
   std::optional<Boundary> after_prompt;
   Status filter_status;
@@ -112,7 +131,15 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
     return true;
   };
   const std::span<const int32_t> rest(ids.data() + start, ids.size() - size_t(start));
-  Status s = deltafin::generate(*model_, session, rest, g, on_token);
+  GenerateStats stats;
+  Status s = deltafin::generate(*model_, session, rest, g, on_token, &stats);
+  out.prefill_seconds = stats.prefill_seconds;
+  out.decode_seconds = stats.decode_seconds;
+  if (s.is_cancelled()) {
+    out.cancelled = true;
+    out.completion_tokens = int64_t(out.tokens.size());
+    return out;
+  }
   DF_TRY(s);
   DF_TRY(filter_status);
   out.completion_tokens = int64_t(out.tokens.size());

@@ -1,6 +1,7 @@
 // The server's model side: prompt encoding, greedy generation through the
-// output filter, and conversation state reuse (spec §9.5). One generation at
-// a time: callers hold the server's single generation permit.
+// output filter, and conversation state reuse. One generation at a time: only
+// the server's generation thread calls generate(), publish() and discard();
+// encode() is const and may run on another thread meanwhile.
 //
 // Reuse: after a chat response has been delivered, publish() keeps up to two
 // boundaries, each a Session snapshot plus the token tape it stands for: the
@@ -35,7 +36,8 @@ struct GenerationOutcome {
   std::string finish_reason;    // "stop" | "length"
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t prefill_tokens = 0, cached_tokens = 0;  // prompt_tokens = prefill + cached
-  bool cancelled = false;       // the sink asked to stop (client gone, shutdown)
+  double prefill_seconds = 0, decode_seconds = 0;
+  bool cancelled = false;       // the sink or the cancel flag asked to stop (client gone, shutdown)
 };
 
 // Called once prefill is planned (before any model work) with its token counts.
@@ -45,17 +47,21 @@ using DeltaSink = std::function<bool(const std::vector<Delta>& deltas)>;
 
 class Engine {
  public:
-  Engine(std::unique_ptr<Model> model, tokenizer::Tokenizer tok, EngineOptions opt)
-      : model_(std::move(model)), tok_(std::move(tok)), opt_(opt) {}
+  Engine(std::unique_ptr<Model> model, tokenizer::Tokenizer tok, EngineOptions opt);
   // Loads the checkpoint's tokenizer and checks it fits the model's vocabulary.
   static Result<std::unique_ptr<Engine>> create(std::unique_ptr<Model> model, const std::string& tokenizer_dir,
                                                 EngineOptions opt);
 
   // Prompt ids for a request, or a 400 (bad text, over the context bound).
+  // Thread-safe (const); a prompt whose byte count alone proves it over the
+  // context bound is refused before it is tokenised.
   std::variant<std::vector<int32_t>, ApiError> encode(const GenRequest& req) const;
 
+  // `cancel` (optional), set from another thread, stops the generation before
+  // the next layer of the block in flight, prefill included (cancelled = true).
   Result<GenerationOutcome> generate(const GenRequest& req, const std::vector<int32_t>& ids,
-                                     const StartCallback& on_start, const DeltaSink& sink);
+                                     const StartCallback& on_start, const DeltaSink& sink,
+                                     const std::atomic<bool>* cancel = nullptr);
   // The last generate()'s response reached the client: keep its boundaries.
   void publish();
   // Drop every retained boundary.
@@ -64,6 +70,7 @@ class Engine {
 
   const tokenizer::Tokenizer& tokenizer() const { return tok_; }
   Model& model() { return *model_; }
+  const EngineOptions& options() const { return opt_; }
 
  private:
   struct Boundary {
@@ -73,6 +80,7 @@ class Engine {
   std::unique_ptr<Model> model_;
   tokenizer::Tokenizer tok_;
   EngineOptions opt_;
+  size_t max_token_bytes_ = 1;     // the longest ordinary token: bytes / this <= token count
   std::vector<Boundary> slot_;     // published, usable by the next request
   std::vector<Boundary> pending_;  // from the last generate(), awaiting publish()
 };

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct MemoEntry {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   uint64_t bytes() const;
 };
+
+// A memo key: SHA-256 (hex) over the two parts, length-framed, so a key
+// costs 64 bytes whatever the prompt's size.
+std::string memo_digest(std::string_view fields, std::string_view prompt);
 
 class ResponseMemo {
  public:

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <fmt/format.h>
 
+#include "server/json_body.h"
+#include "server/memo.h"
 #include "tokenizer/chat_request.h"
 
 namespace deltafin::server {
@@ -12,27 +14,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-constexpr int kMaxJsonDepth = 64;  // deeper bodies are refused before parsing (no deep recursion)
-
-// Bracket depth outside strings; the parser rejects anything else malformed.
-bool too_deep(std::string_view s) {
-  int depth = 0;
-  bool in_str = false, esc = false;
-  for (char c : s) {
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
+constexpr int kMaxJsonDepth = 64;  // deeper bodies are refused before a tree is built
 
 std::string type_name(const ojson& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
@@ -194,10 +176,16 @@ std::optional<ApiError> check_messages(const ojson& msgs) {
 
 Validated validate_request(RequestKind kind, std::string_view body, const ValidationLimits& limits) {
   const bool chat = kind == RequestKind::Chat;
-  if (too_deep(body))
+  // Shape first, in one pass that builds nothing (linear time, little memory).
+  const BodyShape shape = scan_body(body, kMaxJsonDepth, chat ? limits.max_messages : 0);
+  if (shape.too_deep)
     return bad_request(fmt::format("the request body nests deeper than {} levels", kMaxJsonDepth), std::nullopt,
                        "invalid_json");
-  ojson root = ojson::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (shape.too_many_messages)
+    return bad_request(fmt::format("'messages' has more than {} messages, more than fit in this server's context "
+                                   "(--max-context)", limits.max_messages),
+                       "messages", "context_length_exceeded");
+  ojson root = parse_body(body);
   if (root.is_discarded())
     return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
   if (!root.is_object()) return bad_request("the request body must be a JSON object", std::nullopt, "invalid_json");
@@ -268,7 +256,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
     } else if (!chat && k == "prompt") {
       if (!v.is_string()) e = wrong_type(k, "a string", v);
       else if (v.get<std::string>().empty()) e = bad_request("'prompt' must not be empty", k, "invalid_value");
-      else r.prompt = v.get<std::string>();
+      else r.prompt = std::move(it.value().get_ref<std::string&>());  // no copy of a large prompt
     } else if (!chat && k == "echo") {
       if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");
     } else if (!chat && k == "logprobs") {
@@ -277,7 +265,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
       if (!v.is_null() && v != "") e = unsupported(k, "suffixes are not supported");
     } else if (chat && k == "messages") {
       e = check_messages(v);
-      if (!e) r.messages = v;
+      if (!e) r.messages = std::move(it.value());
     } else if (chat && k == "logprobs") {
       if (!v.is_null() && v != false) e = unsupported(k, "log probabilities are not supported");
     } else if (chat && k == "top_logprobs") {
@@ -341,11 +329,9 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   if (chat) {
     key["thinking"] = r.thinking;
     key["thinking_effort"] = r.thinking_effort ? ojson(*r.thinking_effort) : ojson();
-    key["messages"] = r.messages;
-  } else {
-    key["prompt"] = r.prompt;
   }
-  r.memo_key = dump_json(key);
+  // The prompt (or messages) is hashed, not copied, into the key.
+  r.memo_key = memo_digest(dump_json(key), chat ? dump_json(r.messages) : r.prompt);
   return r;
 }
 

@@ -19,6 +19,9 @@ struct ValidationLimits {
   std::string model_name;  // the one advertised id
   int max_tokens = 4096;   // server ceiling (--max-tokens)
   int completion_default_max_tokens = 256;
+  // Chat bodies with more messages are refused before they are parsed into a
+  // tree (0: no limit). The server derives it from --max-context.
+  size_t max_messages = 0;
 };
 
 struct GenRequest {
@@ -33,7 +36,7 @@ struct GenRequest {
   int max_tokens = 0;
   bool stream = false;
   bool include_usage = false;
-  // Everything that decides the output, canonically encoded (the memo key).
+  // Everything that decides the output, canonically encoded and hashed (the memo key).
   std::string memo_key;
 };
 

@@ -1,56 +1,52 @@
 #include "server/server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
-#include <thread>
 
-#include "server/responses.h"
 
 namespace deltafin::server {
 
 namespace {
 
 using ojson = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
 
 ApiError make_error(int status, std::string message, std::string type, std::string code) {
-  ApiError e;
-  e.status = status;
-  e.message = std::move(message);
-  e.type = std::move(type);
-  e.code = std::move(code);
-  return e;
+  return transport_error(status, std::move(message), std::move(code), std::move(type));
 }
 
-bool ends_with_route(const std::string& path, const char* route) {
+bool is_route(const std::string& path, const char* route) {
   return path == route || path == std::string("/v1") + route;
 }
 
-// The generation permit, released before a request's last write: a client
-// that has read its whole reply may send the next request at once without
-// meeting a 429 (the engine mutex still orders the two).
-struct Permit {
-  std::atomic<bool>& busy;
-  bool held = true;
-  void release() {
-    if (held) busy.store(false);
-    held = false;
-  }
-  ~Permit() { release(); }
-};
+ApiError shutting_down() {
+  return make_error(503, "the server is shutting down", "server_error", "server_shutting_down");
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
+
+// One validated, tokenised request waiting for (or holding) the slot.
+struct GenerationJob {
+  std::shared_ptr<Exchange> ex;
+  GenRequest request;
+  std::vector<int32_t> ids;
+  ResponseMeta meta;
+  Clock::time_point enqueued = Clock::now();
+  BoundedFifo<GenerationJob>::Ticket ticket{};
+  // Set when the client leaves or the server stops: generation stops before the next layer.
+  std::atomic<bool> cancel{false};
+};
 
 Result<bool> is_loopback_host(const std::string& host) {
   addrinfo hints{};
@@ -77,96 +73,60 @@ Result<bool> is_loopback_host(const std::string& host) {
 }
 
 Server::Server(Engine& engine, ServerOptions opt)
-    : engine_(engine), opt_(std::move(opt)), memo_(opt_.memo_entries, opt_.memo_bytes) {
+    : engine_(engine), opt_(std::move(opt)), memo_(opt_.memo_entries, opt_.memo_bytes), queue_(opt_.queue) {
   limits_.model_name = opt_.model_name;
   limits_.max_tokens = opt_.max_tokens;
+  // Every rendered message carries at least its four control tokens
+  // (<|open|>, <|sep|>, <|close|>, <|end_of_msg|>), so more messages than
+  // context/4 can never fit: such bodies are refused before a tree is built.
+  limits_.max_messages = size_t(std::max(1, engine_.options().max_context / 4));
+  TransportOptions t;
+  t.host = opt_.host;
+  t.port = opt_.port;
+  t.max_body_bytes = opt_.max_request_bytes;
+  t.max_connections = opt_.max_connections;
+  t.max_client_connections = opt_.max_client_connections;
+  t.head_timeout_ms = opt_.head_timeout_ms;
+  t.body_idle_timeout_ms = opt_.body_idle_timeout_ms;
+  t.send_timeout_ms = opt_.send_timeout_ms;
+  t.io_threads = opt_.io_threads;
+  transport_ = std::make_unique<HttpTransport>(t, static_cast<HttpHandler&>(*this));
 }
 
 Server::~Server() {
-  if (listen_fd_ >= 0) close(listen_fd_);
-  for (int fd : wake_)
-    if (fd >= 0) close(fd);
+  transport_.reset();  // its last callbacks (request records) still reach this object's members
 }
 
 Status Server::bind() {
   DF_ASSIGN(const bool loopback, is_loopback_host(opt_.host));
   if (!loopback && opt_.api_key.empty())
     return error("--host {} is not a loopback address: refusing to serve it without --api-key", opt_.host);
-  if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return error("pipe: {}", std::strerror(errno));
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(opt_.port);
-  if (int rc = getaddrinfo(opt_.host.c_str(), port.c_str(), &hints, &res); rc != 0)
-    return error("--host {}: {}", opt_.host, gai_strerror(rc));
-  std::string last = "no address";
-  for (addrinfo* a = res; a && listen_fd_ < 0; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0) {
-      listen_fd_ = fd;
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-      port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                             : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-    } else {
-      last = std::strerror(errno);
-      close(fd);
-    }
-  }
-  freeaddrinfo(res);
-  if (listen_fd_ < 0) return error("cannot listen on {}:{}: {}", opt_.host, opt_.port, last);
-  return {};
-}
-
-void Server::stop() {
-  stopping_.store(true);
-  if (wake_[1] >= 0) {
-    const char c = 1;
-    [[maybe_unused]] ssize_t n = write(wake_[1], &c, 1);
-  }
+  return transport_->bind();
 }
 
 Status Server::serve() {
-  if (listen_fd_ < 0) return error("serve() before bind()");
-  while (!stopping_.load()) {
-    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    const int pr = poll(p, 2, 1000);
-    if (pr < 0 && errno != EINTR) return error("poll: {}", std::strerror(errno));
-    if (pr <= 0 || !(p[0].revents & POLLIN)) continue;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    {
-      std::lock_guard lock(conn_mu_);
-      if (active_ >= opt_.max_connections) {
-        HttpConnection conn(fd, &stopping_);
-        conn.send_error(make_error(503, "too many open connections", "server_busy", "server_busy"),
-                        {{"Retry-After", "1"}});
-        continue;
-      }
-      ++active_;
-    }
-    std::thread([this, fd] {
-      handle(fd);
-      std::lock_guard lock(conn_mu_);
-      --active_;
-      conn_cv_.notify_all();
-    }).detach();
+  generation_thread_ = std::thread([this] { generation_loop(); });
+  prepare_thread_ = std::thread([this] { prepare_loop(); });
+  Status s = transport_->run();
+  // Whatever is still waiting has been answered in on_stopping; nothing more joins.
+  for (auto& j : queue_.close()) j->ex->respond(error_response(shutting_down()));
+  {
+    std::lock_guard lock(prep_mu_);
+    prep_closed_ = true;
   }
-  // Graceful shutdown: stop accepting; the running request sees the flag
-  // within one token and answers; idle readers give up within 100 ms and a
-  // stuck writer within its 30 s send timeout. Connection threads use `this`,
-  // so wait for all of them.
-  close(listen_fd_);
-  listen_fd_ = -1;
-  std::unique_lock lock(conn_mu_);
-  conn_cv_.wait(lock, [this] { return active_ == 0; });
-  return {};
+  prep_cv_.notify_all();
+  prepare_thread_.join();
+  generation_thread_.join();
+  return s;
+}
+
+void Server::log(const std::string& line) const {
+  if (opt_.log) {
+    opt_.log(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  }
 }
 
 bool Server::authorized(const HttpRequest& req) const {
@@ -185,192 +145,300 @@ std::string Server::next_id(RequestKind kind) {
                      uint32_t(std::time(nullptr)), seq_.fetch_add(1) & 0xffffffffffffull);
 }
 
-void Server::handle(int fd) {
-  HttpConnection conn(fd, &stopping_);
-  auto head = conn.read_head(opt_.head_timeout_ms);
-  if (auto* f = std::get_if<HeadFailure>(&head)) {
-    if (f->status != 0) conn.send_error(f->error);
-    return;
+std::string Server::metrics_text() const {
+  MetricsGauges g;
+  g.queue_length = queue_.size();
+  g.queue_capacity = queue_.capacity();
+  {
+    std::lock_guard lock(running_mu_);
+    g.generation_running = running_ != nullptr;
   }
-  const HttpRequest& req = std::get<HttpRequest>(head);
-  const std::string& path = req.path;
-  const bool models = ends_with_route(path, "/models");
-  const bool model_item = path.starts_with("/v1/models/") || path.starts_with("/models/");
-  const bool chat = ends_with_route(path, "/chat/completions");
-  const bool completions = ends_with_route(path, "/completions");
-  const bool health = path == "/health";
-  if (!models && !model_item && !chat && !completions && !health) {
-    conn.send_error(make_error(404, fmt::format("unknown URL: {} {}", req.method, path), "invalid_request_error",
-                               "not_found"));
-    return;
-  }
-  const bool post = chat || completions;
-  const char* allowed = post ? "POST" : "GET";
-  if (req.method != allowed) {
-    conn.send_error(make_error(405, fmt::format("{} is not allowed on {}; use {}", req.method, path, allowed),
-                               "invalid_request_error", "method_not_allowed"),
-                    {{"Allow", allowed}});
-    return;
-  }
-  if (health) {
-    conn.send_response(200, "application/json", R"({"status":"ok"})");
-    return;
-  }
-  if (!authorized(req)) {
-    const bool given = req.header("authorization") != nullptr;
-    conn.send_error(make_error(401, given ? "incorrect API key provided" : "missing API key: send Authorization: Bearer KEY",
-                               "invalid_request_error", "invalid_api_key"),
-                    {{"WWW-Authenticate", "Bearer"}});
-    return;
-  }
-  if (models || model_item) {
-    ojson card = {{"id", opt_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"}};
-    if (models) {
-      conn.send_response(200, "application/json", dump_json({{"object", "list"}, {"data", ojson::array({card})}}));
-    } else if (path.substr(path.find("/models/") + 8) == opt_.model_name) {
-      conn.send_response(200, "application/json", dump_json(card));
-    } else {
-      ApiError e = make_error(404, fmt::format("the model '{}' does not exist", path.substr(path.find("/models/") + 8)),
-                              "invalid_request_error", "model_not_found");
-      e.param = "model";
-      conn.send_error(e);
-    }
-    return;
-  }
-  handle_generation(conn, req, chat ? RequestKind::Chat : RequestKind::Completion);
+  const TransportStats t = transport_->stats();
+  g.connections_open = t.open;
+  g.connections_accepted = t.accepted;
+  g.connections_reclaimed = t.reclaimed;
+  g.connections_refused = t.refused;
+  return metrics_.render(g);
 }
 
-void Server::handle_generation(HttpConnection& conn, const HttpRequest& req, RequestKind kind) {
-  // Everything here is decided before a byte of the body is read.
-  if (!req.content_length) {
-    conn.send_error(make_error(411, "a request body with Content-Length is required", "invalid_request_error",
-                               "length_required"));
-    return;
-  }
-  if (*req.content_length > opt_.max_request_bytes) {
-    conn.send_error(make_error(413, fmt::format("the request body is {} bytes, over this server's limit of {} "
-                                                "(--max-request-bytes)", *req.content_length, opt_.max_request_bytes),
-                               "invalid_request_error", "request_too_large"));
-    return;
-  }
-  bool expected = false;
-  if (!busy_.compare_exchange_strong(expected, true)) {
-    conn.send_error(make_error(429, "another generation is running; this server runs one at a time", "server_busy",
-                               "server_busy"),
-                    {{"Retry-After", "1"}});
-    return;
-  }
-  Permit permit{busy_};
-  std::string body;
-  switch (conn.read_body(*req.content_length, body, opt_.body_idle_timeout_ms)) {
-    case HttpConnection::BodyRead::Ok: break;
-    case HttpConnection::BodyRead::Truncated:
-      permit.release();
-      conn.send_error(bad_request(fmt::format("the request body ended before its Content-Length of {} bytes",
-                                              *req.content_length), std::nullopt, "truncated_body"));
-      return;
-    case HttpConnection::BodyRead::Timeout:
-      permit.release();
-      conn.send_error(make_error(408, "timed out reading the request body", "invalid_request_error", "timeout"));
-      return;
-    case HttpConnection::BodyRead::Stopped:
-      permit.release();
-      conn.send_error(make_error(503, "the server is shutting down", "server_error", "server_shutting_down"));
-      return;
-  }
-  Validated v = validate_request(kind, body, limits_);
-  if (auto* e = std::get_if<ApiError>(&v)) {
-    permit.release();
-    conn.send_error(*e);
-    return;
-  }
-  const GenRequest& r = std::get<GenRequest>(v);
-  ResponseMeta meta{kind, next_id(kind), opt_.model_name, int64_t(std::time(nullptr))};
-  const bool chat = kind == RequestKind::Chat;
+// ---- Routing (transport threads, head only) -------------------------------
 
-  auto sse_head = [&](int64_t prefill, int64_t cached, bool memo_hit) {
-    return fmt::format(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
-        "Connection: close\r\nX-Accel-Buffering: no\r\nX-Content-Type-Options: nosniff\r\n"
-        "x-deltafin-prefill-tokens: {}\r\nx-deltafin-cached-tokens: {}\r\nx-deltafin-memo: {}\r\n\r\n",
-        prefill, cached, memo_hit ? "hit" : "miss");
+std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
+  const std::string& path = req.path;
+  const bool models = is_route(path, "/models");
+  const bool model_item = path.starts_with("/v1/models/") || path.starts_with("/models/");
+  const bool chat = is_route(path, "/chat/completions");
+  const bool completions = is_route(path, "/completions");
+  const bool health = path == "/health";
+  const bool metrics = path == "/metrics";
+  if (!models && !model_item && !chat && !completions && !health && !metrics)
+    return error_response(make_error(404, fmt::format("unknown URL: {} {}", req.method, path), "invalid_request_error",
+                                     "not_found"));
+  const bool post = chat || completions;
+  const char* allowed = post ? "POST" : "GET";
+  if (req.method != allowed)
+    return error_response(make_error(405, fmt::format("{} is not allowed on {}; use {}", req.method, path, allowed),
+                                     "invalid_request_error", "method_not_allowed"),
+                          {{"Allow", allowed}});
+  if (health) return HttpResponse{200, "application/json", R"({"status":"ok"})", {}};
+  if (!authorized(req)) {
+    const bool given = req.header("authorization") != nullptr;
+    return error_response(make_error(401, given ? "incorrect API key provided"
+                                                : "missing API key: send Authorization: Bearer KEY",
+                                     "invalid_request_error", "invalid_api_key"),
+                          {{"WWW-Authenticate", "Bearer"}});
+  }
+  if (metrics) return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_text(), {}};
+  if (models || model_item) {
+    ojson card = {{"id", opt_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "deltafin"}};
+    if (models) return HttpResponse{200, "application/json", dump_json({{"object", "list"}, {"data", ojson::array({card})}}), {}};
+    const std::string id = path.substr(path.find("/models/") + 8);
+    if (id == opt_.model_name) return HttpResponse{200, "application/json", dump_json(card), {}};
+    ApiError e = make_error(404, fmt::format("the model '{}' does not exist", id), "invalid_request_error",
+                            "model_not_found");
+    e.param = "model";
+    return error_response(e);
+  }
+  if (!req.content_length && !req.chunked)
+    return error_response(make_error(411, "a request body with Content-Length (or chunked) is required",
+                                     "invalid_request_error", "length_required"));
+  return std::nullopt;  // read the body (the transport answers 413 over --max-request-bytes)
+}
+
+void Server::on_request(std::shared_ptr<Exchange> ex) {
+  const RequestKind kind = is_route(ex->request().path, "/chat/completions") ? RequestKind::Chat : RequestKind::Completion;
+  post_prepare([this, ex = std::move(ex), kind] { prepare(ex, kind); });
+}
+
+void Server::on_done(const RequestRecord& r) {
+  metrics_.count_request(r.status);
+  log(fmt::format("deltafin serve: request id={} client={} method={} path={} status={}{}{} ms={:.1f}", r.id, r.client,
+                  r.method, r.path, r.status, r.detail.empty() ? "" : " ", r.detail, r.seconds * 1e3));
+}
+
+void Server::on_stopping() {
+  stopping_.store(true);
+  for (auto& j : queue_.close()) {
+    j->cancel.store(true);
+    j->ex->respond(error_response(shutting_down()));
+  }
+  std::lock_guard lock(running_mu_);
+  if (running_) running_->cancel.store(true);
+}
+
+// ---- Prepare thread -------------------------------------------------------
+
+void Server::post_prepare(std::function<void()> task) {
+  {
+    std::lock_guard lock(prep_mu_);
+    prep_tasks_.push_back(std::move(task));
+  }
+  prep_cv_.notify_one();
+}
+
+void Server::prepare_loop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock lock(prep_mu_);
+      prep_cv_.wait(lock, [&] { return prep_closed_ || !prep_tasks_.empty(); });
+      if (prep_tasks_.empty()) return;
+      task = std::move(prep_tasks_.front());
+      prep_tasks_.pop_front();
+    }
+    try {
+      task();
+    } catch (const std::exception& e) {
+      log(fmt::format("deltafin serve: error while preparing a request: {}", e.what()));
+    }
+  }
+}
+
+void Server::replay_memo(Exchange& ex, const GenRequest& r, const ResponseMeta& meta, const MemoEntry& hit) {
+  const Usage usage{hit.prompt_tokens, hit.completion_tokens, hit.prompt_tokens};
+  HeaderList h = {{"x-deltafin-prefill-tokens", "0"},
+                  {"x-deltafin-cached-tokens", std::to_string(hit.prompt_tokens)},
+                  {"x-deltafin-memo", "hit"},
+                  {"x-deltafin-queue-length", "0"},
+                  {"x-deltafin-queue-wait-ms", "0"}};
+  ex.set_log_detail(fmt::format("prompt_tokens={} completion_tokens={} memo=hit", hit.prompt_tokens,
+                                hit.completion_tokens));
+  if (!r.stream) {
+    ex.respond(HttpResponse{200, "application/json", dump_json(full_response(meta, hit.deltas, hit.finish_reason, usage)),
+                            std::move(h)});
+    return;
+  }
+  h.insert(h.begin(), {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}, {"X-Content-Type-Options", "nosniff"}});
+  std::string out = sse_opening(meta, r.include_usage);
+  for (const Delta& d : hit.deltas) out += sse_delta(meta, d, r.include_usage);
+  out += sse_finish(meta, hit.finish_reason, r.include_usage);
+  if (r.include_usage) out += sse_usage(meta, usage);
+  out += sse_done();
+  ex.begin_stream(200, "text/event-stream; charset=utf-8", std::move(h));
+  ex.write(std::move(out));  // one piece: never waits
+  ex.end_stream();
+}
+
+// Validation, memo and tokenisation: everything that can refuse a request
+// happens here, before it may wait for the slot.
+void Server::prepare(const std::shared_ptr<Exchange>& ex, RequestKind kind) {
+  if (stopping_.load()) return ex->respond(error_response(shutting_down()));
+  if (ex->gone()) return;
+  Validated v;
+  {
+    const std::string body = ex->take_body();
+    v = validate_request(kind, body, limits_);
+  }  // the body is freed here: a large prompt is held once (in the request), not twice
+  if (auto* e = std::get_if<ApiError>(&v)) return ex->respond(error_response(*e));
+  auto job = std::make_shared<GenerationJob>();
+  job->ex = ex;
+  job->request = std::move(std::get<GenRequest>(v));
+  const GenRequest& r = job->request;
+  job->meta = ResponseMeta{kind, next_id(kind), opt_.model_name, int64_t(std::time(nullptr))};
+
+  // Exact response memo: answered at once, without the queue or the model.
+  if (auto hit = memo_.find(r.memo_key)) {
+    metrics_.memo_hits.fetch_add(1);
+    return replay_memo(*ex, r, job->meta, *hit);
+  }
+  auto ids = engine_.encode(r);
+  if (auto* e = std::get_if<ApiError>(&ids)) return ex->respond(error_response(*e));
+  job->ids = std::move(std::get<std::vector<int32_t>>(ids));
+
+  auto ticket = queue_.push(job);
+  if (!ticket) {
+    if (stopping_.load()) return ex->respond(error_response(shutting_down()));
+    metrics_.queue_rejected.fetch_add(1);
+    // A rough estimate: the mean generation time so far, once per waiting request and the running one.
+    const double mean = metrics_.mean_generation_seconds();
+    const int retry = int(std::clamp(std::ceil(mean * double(queue_.capacity() + 1)), 1.0, 3600.0));
+    return ex->respond(error_response(
+        make_error(429, fmt::format("the generation queue is full ({} waiting, --queue)", queue_.capacity()),
+                   "server_busy", "server_busy"),
+        {{"Retry-After", std::to_string(retry)}}));
+  }
+  job->ticket = *ticket;
+  // A client that leaves stops the job: out of the queue if it still waits,
+  // else before the next layer of its generation.
+  ex->on_gone([this, weak = std::weak_ptr<GenerationJob>(job)] {
+    auto j = weak.lock();
+    if (!j) return;
+    j->cancel.store(true);
+    if (queue_.remove(j.get())) metrics_.queue_abandoned.fetch_add(1);
+  });
+}
+
+// ---- Generation thread ----------------------------------------------------
+
+void Server::generation_loop() {
+  while (auto job = queue_.pop()) {
+    {
+      std::lock_guard lock(running_mu_);
+      if (stopping_.load()) job->cancel.store(true);
+      running_ = job.get();
+    }
+    try {
+      run_job(*job);
+    } catch (const std::exception& e) {
+      engine_.discard();
+      log(fmt::format("deltafin serve: error id={} status=500: {}", job->ex->request().id, e.what()));
+      job->ex->respond(error_response(make_error(500, fmt::format("internal error (request id {}); the server log has "
+                                                                  "the details", job->ex->request().id),
+                                                 "server_error", "server_error")));
+    }
+    std::lock_guard lock(running_mu_);
+    running_ = nullptr;
+  }
+}
+
+void Server::run_job(GenerationJob& job) {
+  Exchange& ex = *job.ex;
+  if (job.cancel.load() || ex.gone()) {
+    if (!ex.gone()) ex.respond(error_response(shutting_down()));
+    return;
+  }
+  const GenRequest& r = job.request;
+  const ResponseMeta& meta = job.meta;
+  const bool chat = r.kind == RequestKind::Chat;
+  const double waited = seconds_since(job.enqueued);
+  metrics_.add_queue_wait(waited);
+  const HeaderList queue_headers = {{"x-deltafin-queue-length", std::to_string(job.ticket.ahead)},
+                                    {"x-deltafin-queue-wait-ms", fmt::format("{:.0f}", waited * 1e3)},
+                                    {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)}};
+  auto stream_headers = [&](int64_t prefill, int64_t cached) {
+    HeaderList h = {{"Cache-Control", "no-cache"},
+                    {"X-Accel-Buffering", "no"},
+                    {"X-Content-Type-Options", "nosniff"},
+                    {"x-deltafin-prefill-tokens", std::to_string(prefill)},
+                    {"x-deltafin-cached-tokens", std::to_string(cached)},
+                    {"x-deltafin-memo", "miss"}};
+    h.insert(h.end(), queue_headers.begin(), queue_headers.end());
+    return h;
   };
 
-  // Exact response memo: replay without entering the model or touching reuse state.
-  if (auto hit = memo_.find(r.memo_key)) {
-    permit.release();
-    const Usage usage{hit->prompt_tokens, hit->completion_tokens, hit->prompt_tokens};
-    if (r.stream) {
-      std::string out = sse_head(0, hit->prompt_tokens, true) + sse_opening(meta, r.include_usage);
-      for (const Delta& d : hit->deltas) out += sse_delta(meta, d, r.include_usage);
-      out += sse_finish(meta, hit->finish_reason, r.include_usage);
-      if (r.include_usage) out += sse_usage(meta, usage);
-      out += sse_done();
-      conn.write_all(out);
-    } else {
-      conn.send_response(200, "application/json", dump_json(full_response(meta, hit->deltas, hit->finish_reason, usage)),
-                         {{"x-deltafin-prefill-tokens", "0"},
-                          {"x-deltafin-cached-tokens", std::to_string(hit->prompt_tokens)},
-                          {"x-deltafin-memo", "hit"}});
-    }
-    return;
-  }
-
-  auto ids = engine_.encode(r);
-  if (auto* e = std::get_if<ApiError>(&ids)) {
-    permit.release();
-    conn.send_error(*e);
-    return;
-  }
-  bool write_failed = false;
+  bool streaming = false;
   auto on_start = [&](int64_t prefill, int64_t cached) {
-    if (r.stream) write_failed = !conn.write_all(sse_head(prefill, cached, false) + sse_opening(meta, r.include_usage));
+    if (!r.stream) return;
+    ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(prefill, cached));
+    streaming = ex.write(sse_opening(meta, r.include_usage));
   };
   auto sink = [&](const std::vector<Delta>& step) {
-    if (write_failed || stopping_.load() || conn.peer_closed()) return false;
+    if (ex.gone() || job.cancel.load()) return false;
     if (!r.stream) return true;
     std::string out;
     for (const Delta& d : step) out += sse_delta(meta, d, r.include_usage);
-    if (!out.empty() && !conn.write_all(out)) write_failed = true;
-    return !write_failed;
+    return ex.write(std::move(out));
   };
-  std::lock_guard engine_lock(engine_mu_);  // waits for the previous request's publish
-  auto result = engine_.generate(r, std::get<std::vector<int32_t>>(ids), on_start, sink);
-  permit.release();
+  auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel);
+  const std::string& id = ex.request().id;
+
   if (!result.ok() || result->cancelled) {
     engine_.discard();
-    if (write_failed || conn.peer_closed()) return;  // the client left: no response
-    const bool shutting = result.ok();  // cancelled without a client leaving: shutdown
-    const std::string msg = shutting ? "the server is shutting down" : "generation failed: " + result.message();
-    const std::string code = shutting ? "server_shutting_down" : "server_error";
-    if (r.stream) {
-      conn.write_all(sse_error(msg, "server_error", code) + sse_done());
+    if (result.ok()) metrics_.cancelled.fetch_add(1);
+    if (ex.gone()) return;  // the client left: nobody to answer
+    ApiError e;
+    if (result.ok()) {
+      e = shutting_down();
     } else {
-      conn.send_error(make_error(shutting ? 503 : 500, msg, "server_error", code));
+      // The full message may name server files: it goes to the log, the client gets the request id.
+      log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", id, result.message()));
+      e = make_error(500, fmt::format("generation failed (request id {}); the server log has the details", id),
+                     "server_error", "server_error");
+    }
+    if (r.stream) {
+      if (!streaming) ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(0, 0));
+      ex.write(sse_error(e.message, e.type, e.code.value_or("server_error")) + sse_done());
+      ex.end_stream();
+    } else {
+      ex.respond(error_response(e));
     }
     return;
   }
   const GenerationOutcome& o = *result;
+  metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
+                          o.decode_seconds);
+  ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} queue_ms={:.0f}",
+                                o.prompt_tokens, o.prefill_tokens, o.completion_tokens, waited * 1e3));
+  // The generation is complete: keep its state and memo entry whether or not
+  // the last bytes reach the client (both only ever reproduce exact output).
+  if (chat) engine_.publish();
+  else engine_.discard();
+  memo_.insert(r.memo_key, MemoEntry{o.deltas, o.finish_reason, o.prompt_tokens, o.completion_tokens});
   const Usage usage{o.prompt_tokens, o.completion_tokens, o.cached_tokens};
-  bool delivered;
   if (r.stream) {
     std::string out = sse_finish(meta, o.finish_reason, r.include_usage);
     if (r.include_usage) out += sse_usage(meta, usage);
     out += sse_done();
-    delivered = !write_failed && conn.write_all(out);
+    ex.write(std::move(out));
+    ex.end_stream();
   } else {
-    delivered = conn.send_response(200, "application/json", dump_json(full_response(meta, o.deltas, o.finish_reason, usage)),
-                                   {{"x-deltafin-prefill-tokens", std::to_string(o.prefill_tokens)},
-                                    {"x-deltafin-cached-tokens", std::to_string(o.cached_tokens)},
-                                    {"x-deltafin-memo", "miss"}});
+    HeaderList h = {{"x-deltafin-prefill-tokens", std::to_string(o.prefill_tokens)},
+                    {"x-deltafin-cached-tokens", std::to_string(o.cached_tokens)},
+                    {"x-deltafin-memo", "miss"}};
+    h.insert(h.end(), queue_headers.begin(), queue_headers.end());
+    ex.respond(HttpResponse{200, "application/json", dump_json(full_response(meta, o.deltas, o.finish_reason, usage)),
+                            std::move(h)});
   }
-  if (!delivered) {
-    engine_.discard();
-    return;
-  }
-  if (chat) engine_.publish();
-  else engine_.discard();
-  memo_.insert(r.memo_key, MemoEntry{o.deltas, o.finish_reason, o.prompt_tokens, o.completion_tokens});
 }
 
 }  // namespace deltafin::server

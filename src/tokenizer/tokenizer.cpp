@@ -173,8 +173,11 @@ Result<std::vector<uint32_t>> Tokenizer::encode_impl(std::string_view text, bool
     return error("encode: invalid UTF-8 at byte {}", bad);
   std::vector<Unit> us = units(text, allow_special);
   const auto& opt = state_->options;
-  int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
-  parallel = parallel && threads > 1 && text.size() > opt.parallel_threshold;
+  parallel = parallel && text.size() > opt.parallel_threshold;
+  // Asked only for large inputs: glibc reads /sys on every call, which made
+  // chats of many short segments spend most of their time in syscalls.
+  const int threads = !parallel ? 1 : opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
+  parallel = parallel && threads > 1;
   std::vector<uint32_t> ids;
   if (!parallel) {
     ids.reserve(text.size() / 3);

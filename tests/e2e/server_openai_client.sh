@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `deltafin serve` driven by the official openai npm package (tests/server):
 # chat and completions (streaming and not), models, 20+ refused requests,
-# 429/413/405/404, disconnects, API keys, a refused non-loopback bind,
+# 413/405/404, the FIFO queue (twenty clients, one leaving, 429 when full),
+# keep-alive, /metrics, disconnects, API keys, a refused non-loopback bind,
 # conversation state reuse, and SIGTERM shutdown. Loopback only.
 # Usage: bash server_openai_client.sh <deltafin-binary> <source-dir>
 set -euo pipefail
@@ -59,6 +60,14 @@ if "$BIN" run --model "$TMP/tiny" --prompt "x" --max-new 1 >/dev/null 2>&1; then
   [[ "$got" == "$want" ]] || { echo "server text differs from deltafin run: '$got' vs '$want'"; exit 1; }
   echo "ok - completion text equals deltafin run"
 fi
+stop_server
+
+start_server --queue 32
+client queue "http://127.0.0.1:$PORT/v1" deltafin
+stop_server
+
+start_server --queue 1
+client full "http://127.0.0.1:$PORT/v1" deltafin
 stop_server
 
 start_server --memo-entries 0

@@ -1,8 +1,13 @@
 // Drives a running `deltafin serve` with the official openai npm package.
 // Usage: node client_test.mjs <mode> <base-url> <model-name> [api-key]
 //   mode "main":  chat + completions (streaming and not), models list, 20+
-//                 invalid requests, one 429 of two concurrent requests,
+//                 invalid requests, two concurrent requests served in order,
 //                 disconnect stops generation, 413/405/404 over raw HTTP.
+//   mode "queue": the server runs with --queue 32: twenty concurrent clients
+//                 in FIFO order, a client leaving the queue, keep-alive reuse
+//                 of one connection for 50 requests, /metrics.
+//   mode "full":  the server runs with --queue 1: 429 with Retry-After only
+//                 when the queue is full.
 //   mode "reuse": the server runs with --memo-entries 0: conversation state
 //                 reuse prefills only the new tokens and changes no output.
 //   mode "auth":  the server runs with --api-key: wrong/missing key -> 401.
@@ -163,20 +168,25 @@ async function mainMode() {
   assert.equal(JSON.parse(big.body).error.code, 'request_too_large');
   ok('oversize body -> 413 without the body being sent');
 
-  // Two concurrent generations: exactly one 429 (with Retry-After); health and models keep answering.
+  // Two concurrent generations: the second waits in the queue and is served
+  // after the first (FIFO); health and models keep answering meanwhile.
   const long = { model, prompt: 'concurrency', max_tokens: 400 };
-  const settled = await Promise.allSettled([client.completions.create(long), (async () => {
-    await new Promise((res) => setTimeout(res, 30));
-    const h = await fetch(new URL('/health', baseURL)); assert.equal(h.status, 200);
-    const m = await client.models.list(); assert.equal(m.data[0].id, model);
-    return client.completions.create(long);
-  })()]);
-  const rejected = settled.filter((s) => s.status === 'rejected');
-  assert.equal(rejected.length, 1, JSON.stringify(settled.map((s) => s.status)));
-  assert.equal(rejected[0].reason.status, 429);
-  assert.equal(rejected[0].reason.headers.get('retry-after'), '1');
-  assert.equal(rejected[0].reason.code, 'server_busy');
-  ok('two concurrent generation requests -> exactly one 429 with Retry-After; /health and /v1/models answered');
+  const first = client.completions.create(long).withResponse();
+  await new Promise((res) => setTimeout(res, 50));
+  const h = await fetch(new URL('/health', baseURL)); assert.equal(h.status, 200);
+  const ml = await client.models.list(); assert.equal(ml.data[0].id, model);
+  const second = client.completions.create({ ...long, prompt: 'concurrency 2' }).withResponse();
+  const done = [];
+  const [a, b] = await Promise.all([first.then((x) => { done.push(1); return x; }),
+    second.then((x) => { done.push(2); return x; })]);
+  assert.deepEqual(done, [1, 2]);
+  assert.equal(a.data.usage.completion_tokens, 400);
+  assert.equal(b.data.usage.completion_tokens, 400);
+  const t1 = Number(a.response.headers.get('x-deltafin-queue-ticket'));
+  const t2 = Number(b.response.headers.get('x-deltafin-queue-ticket'));
+  assert.ok(t2 === t1 + 1, `tickets ${t1} ${t2}`);
+  assert.ok(Number(b.response.headers.get('x-deltafin-queue-wait-ms')) > 0);
+  ok('two concurrent generation requests: both served in FIFO order; /health and /v1/models answered meanwhile');
 
   // A client that disconnects mid-stream frees the server within a token.
   const ac = new AbortController();
@@ -185,11 +195,113 @@ async function mainMode() {
   let got = 0;
   try { for await (const _ of s) { if (++got === 3) ac.abort(); } } catch (e) { /* aborted */ }
   const t0 = Date.now();
-  for (;;) {
-    try { await client.completions.create({ model, prompt: 'after', max_tokens: 1 }); break; }
-    catch (e) { if (e.status !== 429 || Date.now() - t0 > 5000) throw e; await new Promise((r) => setTimeout(r, 5)); }
+  await client.completions.create({ model, prompt: 'after', max_tokens: 1 }, { timeout: 5000 });
+  assert.ok((await metric('deltafin_generations_cancelled_total')) >= 1);
+  ok(`disconnect mid-stream cancelled the generation: the next request was answered after ${Date.now() - t0} ms`);
+}
+
+// One value from GET /metrics (the first sample whose name and labels match exactly).
+async function metric(name) {
+  const text = await (await fetch(new URL('/metrics', baseURL), {
+    headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} })).text();
+  for (const line of text.split('\n')) {
+    if (line.startsWith(name + ' ')) return Number(line.slice(name.length + 1));
   }
-  ok(`disconnect mid-stream released the server after ${Date.now() - t0} ms`);
+  return 0;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function queueMode() {
+  // Twenty concurrent clients, started 40 ms apart behind a long first one:
+  // every one is served, in the order it joined, and joined in the order sent.
+  const n = 20;
+  const finished = [];
+  const runs = [];
+  for (let i = 0; i < n; i++) {
+    runs.push(client.completions.create({ model, prompt: `fifo ${i}`, max_tokens: i === 0 ? 300 : 8 }).withResponse()
+      .then((x) => { finished.push(i); return x; }));
+    await sleep(40);
+  }
+  const all = await Promise.all(runs);
+  const tickets = all.map((x) => Number(x.response.headers.get('x-deltafin-queue-ticket')));
+  for (let i = 1; i < n; i++) assert.ok(tickets[i] > tickets[i - 1], `tickets not in send order: ${tickets}`);
+  assert.deepEqual(finished, [...Array(n).keys()], `served out of order: ${finished}`);
+  const ahead = all.map((x) => Number(x.response.headers.get('x-deltafin-queue-length')));
+  assert.equal(ahead[0], 0);
+  assert.ok(ahead.slice(1).some((a) => a > 0), `nobody ever waited: ${ahead}`);
+  for (const x of all) assert.ok(x.data.usage.completion_tokens >= 1);
+  ok(`twenty concurrent clients: all served, in FIFO order (queue lengths seen ${ahead.join(',')})`);
+
+  // A client that leaves while queued leaves the queue: it is never served and the one behind it is.
+  const abandonedBefore = await metric('deltafin_queue_abandoned_total');
+  const gensBefore = await metric('deltafin_generations_total');
+  const holder = client.completions.create({ model, prompt: 'holder', max_tokens: 300 });
+  await sleep(100);
+  const ac = new AbortController();
+  const leaver = client.completions.create({ model, prompt: 'leaver', max_tokens: 8 }, { signal: ac.signal })
+    .catch((e) => e);
+  await sleep(100);
+  assert.equal(await metric('deltafin_queue_length'), 1);
+  ac.abort();
+  await leaver;
+  for (let i = 0; i < 100 && (await metric('deltafin_queue_length')) !== 0; i++) await sleep(10);
+  assert.equal(await metric('deltafin_queue_length'), 0);
+  const behind = await client.completions.create({ model, prompt: 'behind', max_tokens: 8 });
+  await holder;
+  assert.equal(behind.usage.completion_tokens, 8);
+  assert.equal(await metric('deltafin_queue_abandoned_total'), abandonedBefore + 1);
+  assert.equal(await metric('deltafin_generations_total'), gensBefore + 2);  // holder and behind; not the leaver
+  ok('a client that disconnects while queued leaves the queue and is never generated for');
+
+  // Keep-alive: 50 requests on one connection (an agent with one socket).
+  const { Agent, request } = await import('node:http');
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const acceptedBefore = await metric('deltafin_connections_accepted_total');
+  const get = (path, body) => new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: Number(url.port), path, agent, method: body ? 'POST' : 'GET',
+      headers: body ? { 'Content-Type': 'application/json' } : {} }, (res) => {
+      let data = '';
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, data, socket: res.socket }));
+    });
+    req.on('error', reject);
+    req.end(body ? JSON.stringify(body) : undefined);
+  });
+  const sockets = new Set();
+  for (let i = 0; i < 50; i++) {
+    const r = i % 2 ? await get('/health') : await get('/v1/completions', { prompt: `ka ${i}`, max_tokens: 2 });
+    assert.equal(r.status, 200, r.data);
+    sockets.add(r.socket);
+  }
+  agent.destroy();
+  assert.equal(sockets.size, 1);
+  // Exactly one new connection: the agent's (metric() reuses fetch's own kept-alive one).
+  assert.equal(await metric('deltafin_connections_accepted_total'), acceptedBefore + 1);
+  ok('keep-alive: 50 requests on one connection');
+
+  const text = await (await fetch(new URL('/metrics', baseURL))).text();
+  for (const m of ['deltafin_requests_total{status="200"}', 'deltafin_queue_length', 'deltafin_queue_wait_seconds_sum',
+    'deltafin_prompt_tokens_total', 'deltafin_completion_tokens_total']) assert.ok(text.includes(m), m);
+  assert.ok((await metric('deltafin_completion_tokens_total')) > 0);
+  ok('/metrics: requests by status, queue, tokens in and out');
+}
+
+async function fullMode() {
+  // --queue 1: one running, one waiting, the third is refused at once.
+  const long = { model, prompt: 'full', max_tokens: 300 };
+  const a = client.completions.create(long);
+  await sleep(100);
+  const b = client.completions.create({ ...long, prompt: 'full 2', max_tokens: 4 });
+  await sleep(100);
+  const t0 = Date.now();
+  const e = await expectError('third request with a full queue', () => client.completions.create({ ...long, prompt: 'full 3' }),
+    429, { code: 'server_busy', type: 'server_busy' });
+  assert.ok(Date.now() - t0 < 1000, 'the 429 was not immediate');
+  assert.ok(Number(e.headers.get('retry-after')) >= 1);
+  await Promise.all([a, b]);
+  assert.equal(await metric('deltafin_queue_rejected_total'), 1);
+  ok('429 with Retry-After only when the queue is full; the queued request was served');
 }
 
 async function withHeaders(params) {
@@ -273,7 +385,7 @@ async function shutdownMode() {
   ok(`SIGTERM mid-stream: the stream stopped after ${got} chunks with "${err.message}"`);
 }
 
-const modes = { main: mainMode, reuse: reuseMode, auth: authMode, shutdown: shutdownMode };
+const modes = { main: mainMode, reuse: reuseMode, auth: authMode, shutdown: shutdownMode, queue: queueMode, full: fullMode };
 try {
   await modes[mode]();
   console.log(`# ${mode}: ${checks} checks passed`);

@@ -2,18 +2,13 @@
 // mutated requests, random and mutated JSON bodies. Every non-empty input
 // must get exactly one well-formed HTTP response (a JSON error when >= 400)
 // within the deadline, and the server must keep serving.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <random>
 #include <thread>
 
+#include "http_test_client.h"
 #include "server/server.h"
 #include "test_models.h"
 
@@ -38,68 +33,32 @@ bool looks_complete(const std::string& bytes) {
   return bytes.size() - end - 4 >= n;
 }
 
-// Sends `bytes`, reads until the server closes (or the deadline).
-bool exchange(int port, const std::string& bytes, std::string& reply, int timeout_ms = 15000) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return false;
+// Sends `bytes` on a fresh connection and reads the first response (the
+// connection may stay open: keep-alive). Returns false when nothing came
+// within the deadline; `reply` empty with true: the server closed silently.
+bool exchange(int port, const std::string& bytes, testing::RawResponse& reply, bool& answered, int timeout_ms = 15000) {
+  testing::RawClient c(port);
+  if (!c.connected()) return false;
+  c.send(bytes);  // the server may answer (413, 431) and close before reading everything
+  if (!looks_complete(bytes)) c.half_close();
+  if (bytes.empty()) {
+    answered = false;
+    return c.closed_by_server(timeout_ms);
   }
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server may answer (413, 431) and close before reading everything
-    off += size_t(n);
-  }
-  if (!looks_complete(bytes)) shutdown(fd, SHUT_WR);
-  reply.clear();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  char buf[8192];
-  bool done = false;
-  while (!done) {
-    const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, left) <= 0) break;
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) done = true;
-    else reply.append(buf, size_t(n));
-  }
-  close(fd);
-  return done;
+  reply = c.read(timeout_ms);
+  answered = true;
+  return reply.ok();
 }
 
 // Empty string when `reply` is one valid HTTP response as the server must send; else why not.
-std::string check_reply(const std::string& reply) {
-  const size_t head_end = reply.find("\r\n\r\n");
-  if (head_end == std::string::npos) return "no complete head";
-  const std::string head = reply.substr(0, head_end);
-  const std::string body = reply.substr(head_end + 4);
-  if (head.rfind("HTTP/1.1 ", 0) != 0 || head.size() < 12) return "bad status line";
-  const int status = std::atoi(head.substr(9, 3).c_str());
-  if (status < 200 || status > 599) return "bad status code";
-  std::optional<size_t> length;
-  bool sse = false;
-  size_t pos = head.find("\r\n");
-  while (pos != std::string::npos && pos < head.size()) {
-    const size_t next = head.find("\r\n", pos + 2);
-    const std::string line = head.substr(pos + 2, next == std::string::npos ? std::string::npos : next - pos - 2);
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos || colon == 0) return "bad header line: " + line;
-    std::string name = line.substr(0, colon);
-    for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-    const std::string value = line.substr(colon + 2);
-    if (name == "content-length") length = std::stoul(value);
-    if (name == "content-type" && value.rfind("text/event-stream", 0) == 0) sse = true;
-    pos = next;
-  }
-  if (sse) {
-    if (status != 200) return "event stream with an error status";
+std::string check_reply(const testing::RawResponse& r) {
+  if (r.head.rfind("HTTP/1.1 ", 0) != 0) return "bad status line";
+  if (r.status < 200 || r.status > 599) return "bad status code";
+  if (r.fields.count("x-request-id") == 0) return "no x-request-id";
+  const std::string& body = r.body;
+  if (r.field("content-type").rfind("text/event-stream", 0) == 0) {
+    if (r.status != 200) return "event stream with an error status";
+    if (!r.chunked) return "event stream not chunked";
     if (body.size() < 14 || body.substr(body.size() - 14) != "data: [DONE]\n\n") return "event stream without [DONE]";
     size_t p = 0;
     while (p < body.size()) {
@@ -111,11 +70,10 @@ std::string check_reply(const std::string& reply) {
     }
     return "";
   }
-  if (!length) return "no Content-Length";
-  if (*length != body.size()) return "body length differs from Content-Length (or extra bytes)";
+  if (r.chunked || r.fields.count("content-length") == 0) return "no Content-Length";
   const ojson j = ojson::parse(body, nullptr, false);
   if (j.is_discarded()) return "body is not JSON";
-  if (status >= 400) {
+  if (r.status >= 400) {
     if (!j.is_object() || !j.contains("error")) return "error without an error object";
     const ojson& e = j["error"];
     if (!e.is_object() || !e["message"].is_string() || !e["type"].is_string() || !e.contains("param") ||
@@ -239,6 +197,7 @@ TEST(ServerFuzz, EveryInputGetsOneValidResponseAndTheServerSurvives) {
   so.max_request_bytes = 1 << 20;
   so.head_timeout_ms = 500;  // inputs the client thinks complete but the server does not wait this long
   so.body_idle_timeout_ms = 500;
+  so.log = [](const std::string&) {};
   Server srv(**e, so);
   ASSERT_TRUE(srv.bind().ok());
   std::thread t([&] { EXPECT_TRUE(srv.serve().ok()); });
@@ -249,27 +208,29 @@ TEST(ServerFuzz, EveryInputGetsOneValidResponseAndTheServerSurvives) {
   int failures = 0;
   for (int i = 0; i < kCases && failures < 5; ++i) {
     const std::string input = fz.next();
-    std::string reply;
-    const bool closed = exchange(srv.port(), input, reply);
-    if (!closed) {
-      ADD_FAILURE() << "case " << i << " (seed " << seed << "): no reply within the deadline";
+    testing::RawResponse reply;
+    bool answered = false;
+    if (!exchange(srv.port(), input, reply, answered)) {
+      ADD_FAILURE() << "case " << i << " (seed " << seed << "): no reply within the deadline (" << reply.error
+                    << ")\n--- sent ---\n" << input.substr(0, 400);
       ++failures;
       continue;
     }
-    if (input.empty()) continue;  // nothing asked, nothing owed
+    if (!answered) continue;  // nothing asked, nothing owed
     const std::string why = check_reply(reply);
     if (!why.empty()) {
       ADD_FAILURE() << "case " << i << " (seed " << seed << "): " << why << "\n--- sent ---\n"
-                    << input.substr(0, 400) << "\n--- got ---\n" << reply.substr(0, 600);
+                    << input.substr(0, 400) << "\n--- got ---\n" << reply.head << "\n\n" << reply.body.substr(0, 600);
       ++failures;
       continue;
     }
-    statuses[std::atoi(reply.substr(9, 3).c_str())]++;
+    statuses[reply.status]++;
   }
   // Still healthy afterwards, and the fuzz reached both refusals and real generations.
-  std::string reply;
-  ASSERT_TRUE(exchange(srv.port(), "GET /health HTTP/1.1\r\n\r\n", reply));
-  EXPECT_EQ(reply.substr(0, 12), "HTTP/1.1 200");
+  testing::RawResponse reply;
+  bool answered = false;
+  ASSERT_TRUE(exchange(srv.port(), "GET /health HTTP/1.1\r\n\r\n", reply, answered));
+  EXPECT_EQ(reply.status, 200);
   EXPECT_GT(statuses[200], 150);
   EXPECT_GT(statuses[400], 1000);
   std::string summary;

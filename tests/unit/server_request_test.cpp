@@ -1,7 +1,11 @@
 // Strict request validation: accepted defaults, refused fields named in param.
 #include <gtest/gtest.h>
 
-#include "server/http.h"
+#include <chrono>
+#include <random>
+
+#include "server/http_transport.h"
+#include "server/json_body.h"
 #include "server/request.h"
 
 namespace deltafin::server {
@@ -111,6 +115,10 @@ TEST(ServerHttp, ParsesHeadsStrictly) {
   ASSERT_TRUE(std::holds_alternative<HttpRequest>(ok));
   EXPECT_EQ(std::get<HttpRequest>(ok).path, "/v1/completions");
   EXPECT_EQ(std::get<HttpRequest>(ok).content_length, 12u);
+  EXPECT_EQ(*std::get<HttpRequest>(ok).header("host"), "a");
+  auto chunked = parse_head("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  ASSERT_TRUE(std::holds_alternative<HttpRequest>(chunked));
+  EXPECT_TRUE(std::get<HttpRequest>(chunked).chunked);
   struct Case {
     const char* head;
     int status;
@@ -119,12 +127,68 @@ TEST(ServerHttp, ParsesHeadsStrictly) {
                         Case{"GET http://x/ HTTP/1.1\r\n\r\n", 400}, Case{"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400},
                         Case{"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400},
                         Case{"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
-                        Case{"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
-                        Case{"GET / HTTP/1.1\r\n folded: x\r\n\r\n", 400}}) {
+                        Case{"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+                        Case{"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400},
+                        Case{"GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400},
+                        Case{"GET / HTTP/1.1\r\n", 400}}) {
     auto r = parse_head(c.head);
     ASSERT_TRUE(std::holds_alternative<HeadFailure>(r)) << c.head;
     EXPECT_EQ(std::get<HeadFailure>(r).status, c.status) << c.head;
   }
+}
+
+TEST(ServerJsonBody, ScanCountsTopLevelMessagesAndDepth) {
+  EXPECT_EQ(scan_body(R"({"messages":[{"role":"user","content":"a,b]"},{"x":[1,2]},"s"]})", 64, 0).messages, 3u);
+  EXPECT_EQ(scan_body(R"({"model":"messages","messages":[], "n":1})", 64, 0).messages, 0u);
+  EXPECT_EQ(scan_body(R"({"x":{"messages":[1,2,3]},"messages":[ 1 , 2 ]})", 64, 0).messages, 2u);
+  EXPECT_EQ(scan_body(R"({"messages\"x":[1,2]})", 64, 0).messages, 0u);
+  BodyShape over = scan_body(R"({"messages":[1,2,3,4]})", 64, 3);
+  EXPECT_TRUE(over.too_many_messages);
+  EXPECT_FALSE(scan_body(R"({"messages":[1,2,3]})", 64, 3).too_many_messages);
+  EXPECT_TRUE(scan_body(std::string(65, '['), 64, 0).too_deep);
+  EXPECT_FALSE(scan_body(std::string(64, '[') + std::string(64, ']'), 64, 0).too_deep);
+  EXPECT_FALSE(scan_body(R"(["[[[[[[[[[[[[[[[[[[[[[[[["])", 3, 0).too_deep);  // brackets in strings do not count
+}
+
+// parse_body builds exactly nlohmann's tree (it only moves strings instead of copying).
+TEST(ServerJsonBody, ParseEqualsNlohmannOnValidAndBrokenBodies) {
+  std::mt19937 rng(7);
+  const std::vector<std::string> seeds = {
+      R"({"messages":[{"role":"user","content":"h\u00e9llo"}],"max_tokens":3,"x":[1,2.5,-3,true,null,{}]})",
+      R"({"a":1,"a":2,"b":{"c":[[],[{}],"\ud83d\ude00"]}})", R"([1,2,3])", R"("just a string")", R"(12)", R"({})"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string s = seeds[rng() % seeds.size()];
+    for (int k = int(rng() % 3); k > 0 && !s.empty(); --k) {
+      const size_t at = rng() % s.size();
+      switch (rng() % 3) {
+        case 0: s[at] = "{}[],:\"x1 \xff"[rng() % 12]; break;
+        case 1: s.erase(at, 1); break;
+        default: s.insert(at, 1, "{}[],:\"x1"[rng() % 10]); break;
+      }
+    }
+    const auto want = nlohmann::ordered_json::parse(s, nullptr, false);
+    const auto got = parse_body(s);
+    ASSERT_EQ(got.is_discarded(), want.is_discarded()) << s;
+    if (!want.is_discarded()) {
+      ASSERT_EQ(got, want) << s;
+      ASSERT_EQ(got.dump(), want.dump()) << s;  // key order too
+    }
+  }
+}
+
+// A 10 MB body of 300,000 one-character messages is refused by its shape, at once.
+TEST(ServerJsonBody, HugeMessageListsAreRefusedBeforeParsing) {
+  std::string body = R"({"messages":[)";
+  for (int i = 0; i < 300000; ++i) body += std::string(i ? "," : "") + R"({"role":"user","content":"a"})";
+  body += "]}";
+  ValidationLimits l = limits();
+  l.max_messages = 8192;
+  const auto t0 = std::chrono::steady_clock::now();
+  ApiError e = std::get<ApiError>(validate_request(Chat, body, l));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(e.param, "messages");
+  EXPECT_LT(s, 1.0);
 }
 
 }  // namespace

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `deltafin serve` as a process under abuse (tests/server/abuse_test.mjs):
+# a 10 MB body of 300,000 messages refused in under 1 s; the peak RSS for a
+# 100 MB prompt under 6x the body (release builds only: ASan's allocator
+# keeps freed memory); SIGTERM during a 4K-token prefill (tiny model, blocks
+# of 16) exits 0 within 2 s with a 503 for the client; a second SIGINT exits
+# at once (130) while the first still waits for a long layer (models/demo,
+# blocks of 1024 rows, each layer of a block takes about a second); a failed
+# generation is a 500 whose message names the request id and no server path,
+# while stderr carries the full error on one line with that id.
+# Usage: bash server_abuse.sh <deltafin-binary> <source-dir>
+set -euo pipefail
+BIN=$(realpath "$1")
+SRC=$(realpath "$2")
+TMP=$(mktemp -d)
+SERVER_PID=""
+cleanup() {
+  if [[ -n "$SERVER_PID" ]]; then kill -9 "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+command -v node >/dev/null || { echo "node is needed"; exit 1; }
+
+"$BIN" make-model --preset tiny --out "$TMP/tiny" --seed 7 >/dev/null
+
+start_server() {  # start_server ARGS...: sets SERVER_PID and URL
+  : >"$TMP/server.log"
+  "$BIN" serve --port 0 --threads 1 "$@" >"$TMP/server.out" 2>"$TMP/server.log" &
+  SERVER_PID=$!
+  local port=""
+  for _ in $(seq 1 300); do
+    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/server.out" 2>/dev/null)
+    [[ -n "$port" ]] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$TMP/server.log"; echo "server exited early"; exit 1; }
+    sleep 0.1
+  done
+  [[ -n "$port" ]] || { echo "server did not start"; exit 1; }
+  URL="http://127.0.0.1:$port/v1"
+}
+reap() {  # reap: the server's exit code in RC
+  RC=0
+  wait "$SERVER_PID" || RC=$?
+  SERVER_PID=""
+}
+abuse() { node "$SRC/tests/server/abuse_test.mjs" "$@"; }
+
+start_server --model "$TMP/tiny"
+abuse bigbody "$URL"
+if ldd "$BIN" 2>/dev/null | grep -q libasan; then
+  echo "skip - RSS bound (AddressSanitizer build)"
+else
+  abuse bigprompt "$URL" "$SERVER_PID"
+fi
+kill -TERM "$SERVER_PID"; reap
+
+start_server --model "$TMP/tiny" --prefill-chunk 16
+abuse prefill "$URL" "$SERVER_PID" SIGTERM 1 850  # "w0 w1 ... w849": about 4K byte-level tokens
+reap
+[[ $RC -eq 0 ]] && grep -q "deltafin serve: stopped" "$TMP/server.out" || { cat "$TMP/server.log"; echo "SIGTERM: exit $RC"; exit 1; }
+echo "ok - SIGTERM: clean exit 0"
+
+for attempt in 1 2 3; do
+  start_server --model "$SRC/models/demo" --prefill-chunk 1024
+  rc=0
+  abuse prefill "$URL" "$SERVER_PID" SIGINT 2 1400 || rc=$?  # about 4.7K tokens
+  reap
+  [[ $rc -eq 2 ]] || break  # 2: the first signal won the race; try again
+done
+[[ $rc -eq 0 ]] || { echo "double SIGINT test failed"; exit 1; }
+[[ $RC -eq 130 ]] || { cat "$TMP/server.log"; echo "double SIGINT: exit $RC, expected 130 (immediate exit)"; exit 1; }
+echo "ok - a second SIGINT exits at once (130)"
+
+# A store whose expert bytes are damaged: reads fail their checksums, the request fails.
+mkdir -p "$TMP/d0"  # prepare never creates a drive root
+"$BIN" make-model --preset tiny --out "$TMP/spine" --seed 3 --store "$TMP/store" --drive "$TMP/d0:500" --quiet
+for f in "$TMP"/d0/*/layer-*.pack; do
+  python3 -c 'import sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+for i in range(0, len(b), 4096): b[i] ^= 0x55
+open(p, "wb").write(b)' "$f"
+done
+start_server --store "$TMP/store"
+out=$(abuse error500 "$URL")
+echo "$out"
+id=$(head -1 <<<"$out")
+kill -TERM "$SERVER_PID"; reap
+grep -q "error id=$id status=500: generation failed: .*checksum mismatch" "$TMP/server.log" ||
+  { cat "$TMP/server.log"; echo "no 5xx log line with the request id"; exit 1; }
+grep -q "request id=$id .* status=500" "$TMP/server.log" || { cat "$TMP/server.log"; echo "no request line"; exit 1; }
+echo "ok - the 500 is logged on stderr with its request id and the full error"
+echo "server_abuse: all passed"
