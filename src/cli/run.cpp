@@ -9,7 +9,9 @@
 #include "bench/run_record.h"
 #include "cli/command.h"
 #include "cli/prompt_input.h"
+#include "generate/drafter_open.h"
 #include "generate/greedy.h"
+#include "generate/speculative.h"
 #include "model/model.h"
 #include "store/fs_util.h"
 #include "store/store_run.h"
@@ -30,6 +32,8 @@ struct RunOptions {
   bool stats = false;
   bool print_ids = false;
   StoreRunOptions store;  // --store and its read options
+  std::string draft = "off";  // off | auto | ngram | DIR (docs/DRAFTING.md)
+  int draft_max = 7;
 };
 
 void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
@@ -51,6 +55,32 @@ void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
                  "expert compute: routed products %.3f thread-s (%.2f GB/s of expert bytes per thread), shared experts "
                  "%.3f s\n",
                  f.seconds_expert_products, f.expert_bytes / 1e9 / f.seconds_expert_products, f.seconds_shared);
+}
+
+void print_draft_stats(const DraftStats& d, const std::string& description) {
+  std::fprintf(stderr, "draft: %s\n", description.c_str());
+  if (d.drafter.empty()) return;
+  std::string by_pos;
+  for (size_t i = 0; i < d.proposed_at.size(); ++i)
+    by_pos += fmt::format("{}{:.2f}", i ? " " : "",
+                          d.proposed_at[i] ? double(i < d.accepted_at.size() ? d.accepted_at[i] : 0) / d.proposed_at[i] : 0.0);
+  std::fprintf(stderr,
+               "draft: %lld proposals (%lld ids, %lld empty asks), %lld accepted (%.1f%%); acceptance by position: %s\n",
+               (long long)d.proposals, (long long)d.proposed, (long long)d.empty_proposals, (long long)d.accepted,
+               d.proposed ? 100.0 * double(d.accepted) / double(d.proposed) : 0.0, by_pos.empty() ? "-" : by_pos.c_str());
+  std::fprintf(stderr, "draft: %.2f tokens per target pass (%lld decode tokens in %lld verify + %lld plain passes)\n",
+               d.tokens_per_pass(), (long long)d.decode_tokens, (long long)d.verify_passes, (long long)d.plain_passes);
+  std::fprintf(stderr,
+               "draft: time drafting %.3f s, verification %.3f s, rollback %.3f s (target replay) + %.3f s (drafter), plain "
+               "steps %.3f s; baseline %.3f ms per plain token, credit %+.3f ms\n",
+               d.seconds_draft, d.seconds_verify, d.seconds_commit, d.seconds_rollback, d.seconds_plain,
+               d.baseline_s * 1e3, d.credit_s * 1e3);
+  if (d.decode_tokens > 0)
+    std::fprintf(stderr, "draft: routed expert bytes per emitted token %.3f MB (decode; a verify block's union counted once)\n",
+                 double(d.decode_expert_bytes) / 1e6 / double(d.decode_tokens));
+  if (d.switched_off)
+    std::fprintf(stderr, "draft: switched off for this request after %lld tokens: %s\n", (long long)d.off_after_tokens,
+                 d.off_reason.c_str());
 }
 
 // One JSON line per (position, layer): {"pos":P,"layer":L,"experts":[...]} in route order.
@@ -142,6 +172,14 @@ int run(const RunOptions& o) {
       for (size_t r = 0; r < rows && !prefill_routed.empty() && pos0 + int64_t(r) < prompt_len; ++r)
         for (int i = 0; i < k; ++i) prefill_routed[size_t(layer) * size_t(experts) + size_t(ids[r * k + i])] = 1;
     });
+  const std::string source_dir = sm.source ? sm.source->manifest().source_dir : "";
+  auto choice_or = open_drafter(o.draft, model, drafter_candidates(o.model_dir, o.store.store, source_dir), o.threads);
+  if (!choice_or.ok()) return fail(choice_or.message());
+  DrafterChoice& choice = choice_or.value();
+  for (const auto& w : choice.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  DraftOptions dopt;
+  dopt.policy.draft_max = o.draft_max;
+  DraftStats dstats;
   Session session = model.new_session();
   GenerateOptions g;
   g.max_new = o.max_new;
@@ -172,7 +210,9 @@ int run(const RunOptions& o) {
     last = Clock::now();  // printing is not part of the next step
     return !write_failed;
   };
-  Status s = generate(model, session, prompt.ids, g, on_token, &stats);
+  Status s = choice.drafter
+                 ? generate_drafted(model, session, prompt.ids, g, choice.drafter.get(), dopt, on_token, &stats, &dstats)
+                 : generate(model, session, prompt.ids, g, on_token, &stats);
   if (prompt.detok && !o.print_ids) {
     std::string rest = prompt.detok(-1);  // flush held-back bytes
     std::fwrite(rest.data(), 1, rest.size(), stdout);
@@ -183,7 +223,10 @@ int run(const RunOptions& o) {
   if (!s.ok()) return fail(s.message());
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
   model.set_route_observer({});
-  if (o.stats) print_stats(stats, model.config());
+  if (o.stats) {
+    print_stats(stats, model.config());
+    print_draft_stats(dstats, choice.description);
+  }
   if (!o.stats_json.empty()) {
     describe_source(sm, rec);
     rec.threads = o.threads, rec.prefill_chunk = o.prefill_chunk;
@@ -198,6 +241,11 @@ int run(const RunOptions& o) {
     rec.decode_expert_wait_s = stats.forward.seconds_expert_wait - rec.prefill_expert_wait_s;
     rec.decode_read_bytes = expert_bytes_read(sm) - rec.prefill_read_bytes;
     for (char c : prefill_routed) rec.prefill_distinct_experts += uint64_t(c);
+    rec.draft = choice.description;
+    rec.decode_tokens = choice.drafter ? dstats.decode_tokens : std::max<int64_t>(stats.generated_tokens - 1, 0);
+    rec.target_passes = choice.drafter ? dstats.target_passes() : rec.decode_tokens;
+    rec.draft_proposed = dstats.proposed, rec.draft_accepted = dstats.accepted;
+    rec.draft_switched_off = dstats.switched_off;
     Status w = write_file_atomic(o.stats_json, rec.to_json() + "\n");
     if (!w.ok()) return fail(w.message());
   }
@@ -225,6 +273,10 @@ void setup(CLI::App& app) {
   cmd->add_option("--stats-json", o->stats_json,
                   "Write this run's measurements (ids, TTFT, step times, expert bytes by phase) as one JSON object");
   cmd->add_flag("--print-ids", o->print_ids, "Print token ids, one per line, instead of text");
+  cmd->add_option("--draft", o->draft,
+                  "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR "
+                  "(a draft checkpoint: K3 layout or DSpark layout); tokens never change (docs/DRAFTING.md)");
+  cmd->add_option("--draft-max", o->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
   cmd->callback([o] { set_exit_code(run(*o)); });
 }
 
