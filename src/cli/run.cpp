@@ -34,6 +34,7 @@ struct RunOptions {
   StoreRunOptions store;  // --store and its read options
   std::string draft = "off";  // off | auto | ngram | DIR (docs/DRAFTING.md)
   int draft_max = 7;
+  std::string draft_gate = "on";  // off: never switch drafting off (measuring a drafter, not a default)
 };
 
 void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
@@ -78,6 +79,7 @@ void print_draft_stats(const DraftStats& d, const std::string& description) {
   if (d.decode_tokens > 0)
     std::fprintf(stderr, "draft: routed expert bytes per emitted token %.3f MB (decode; a verify block's union counted once)\n",
                  double(d.decode_expert_bytes) / 1e6 / double(d.decode_tokens));
+  for (const auto& f : d.fallbacks) std::fprintf(stderr, "draft: %s\n", f.c_str());
   if (d.switched_off)
     std::fprintf(stderr, "draft: switched off for this request after %lld tokens: %s\n", (long long)d.off_after_tokens,
                  d.off_reason.c_str());
@@ -179,6 +181,7 @@ int run(const RunOptions& o) {
   for (const auto& w : choice.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   DraftOptions dopt;
   dopt.policy.draft_max = o.draft_max;
+  if (o.draft_gate == "off") dopt.policy.economics = false, dopt.policy.backoff_max = 0;
   DraftStats dstats;
   Session session = model.new_session();
   GenerateOptions g;
@@ -277,6 +280,10 @@ void setup(CLI::App& app) {
                   "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR "
                   "(a draft checkpoint: K3 layout or DSpark layout); tokens never change (docs/DRAFTING.md)");
   cmd->add_option("--draft-max", o->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
+  cmd->add_option("--draft-gate", o->draft_gate,
+                  "on: drafting switches itself off when it does not pay (default); off: always draft, no back-off "
+                  "(to measure a drafter)")
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->callback([o] { set_exit_code(run(*o)); });
 }
 

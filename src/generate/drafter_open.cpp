@@ -22,17 +22,20 @@ std::string without_trailing_slash(std::string s) {
 Result<DrafterChoice> open_dir(const std::string& dir, const Model& target, int threads) {
   DF_ASSIGN(auto ck, Checkpoint::open(dir));  // reads and checks config.json and the shards' headers
   DrafterChoice c;
+  std::vector<std::unique_ptr<Drafter>> chain;
   if (is_dspark_config(ck->config())) {
     ck.reset();
     DF_ASSIGN(auto d, Dspark::open(dir, target, threads));
-    c.drafter = std::make_unique<DsparkDrafter>(std::move(d));
-    c.description = "dspark " + dir;
-    return c;
+    chain.push_back(std::make_unique<DsparkDrafter>(std::move(d)));
+    c.description = "dspark " + dir + ", then ngram";
+  } else {
+    ck.reset();
+    DF_ASSIGN(auto m, ModelDrafter::open(dir, target.config(), threads));
+    chain.push_back(std::move(m));
+    c.description = "model drafter " + dir + ", then ngram";
   }
-  ck.reset();
-  DF_ASSIGN(auto m, ModelDrafter::open(dir, target.config(), threads));
-  c.drafter = std::move(m);
-  c.description = "model drafter " + dir;
+  chain.push_back(std::make_unique<NgramDrafter>());
+  c.drafter = std::make_unique<DrafterChain>(std::move(chain));
   return c;
 }
 

@@ -7,7 +7,9 @@
 //          the directory M-draft (models/demo finds models/demo-draft); for
 //          --store S, S/draft, else the store's source checkpoint + "-draft"
 // A drafter that auto finds but cannot open is skipped with a warning (it is
-// an optional part); one named explicitly must open.
+// an optional part); one named explicitly must open. A checkpoint drafter is
+// followed by ngram: when the policy switches it off for a request, n-gram
+// takes over (DrafterChain).
 #pragma once
 #include <memory>
 #include <string>

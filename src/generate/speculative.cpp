@@ -210,6 +210,16 @@ Status generate_drafted(Model& model, Session& session, std::span<const int32_t>
                                                                            observe_s);
     }
     if (policy.off() && !ds.switched_off) {
+      const std::string was = drafter->name();
+      if (drafter->fall_back()) {  // the next drafter of a chain takes over, with a fresh probe
+        ds.fallbacks.push_back(fmt::format("{} off after {} tokens ({}); {} took over", was, st.generated_tokens,
+                                           policy.off_reason(), drafter->name()));
+        ds.drafter.append(1, ',');
+        ds.drafter.append(drafter->name());
+        policy.restart();
+        if (drafter->target_layers().empty()) capture.stop();
+        continue;
+      }
       ds.switched_off = true;
       ds.off_reason = policy.off_reason();
       ds.off_after_tokens = st.generated_tokens;

@@ -32,7 +32,8 @@ struct DraftOptions {
 };
 
 struct DraftStats {
-  std::string drafter;          // "ngram", "model", "dspark", or "" when none
+  std::string drafter;          // "ngram", "model", "dspark" ("model,ngram" after a fall-back), "" when none
+  std::vector<std::string> fallbacks;  // a chain's drafters that were switched off, and why
   int64_t plain_passes = 0;     // decode steps of one row
   int64_t verify_passes = 0;    // decode steps that verified drafts
   int64_t decode_tokens = 0;    // tokens emitted by decode passes (all but the prefill's token)

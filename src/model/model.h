@@ -85,7 +85,6 @@ class Model {
   size_t captured_layer_count() const { return capture_layers_.size(); }
   // The bound spine (a block drafter uses the target's embedding and LM head).
   const ModelWeights& weights() const { return w_; }
-  ThreadPool& pool() { return *pool_; }
 
   ExpertSource& experts() { return *experts_; }
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }

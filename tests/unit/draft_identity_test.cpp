@@ -94,11 +94,14 @@ INSTANTIATE_TEST_SUITE_P(Drafters, DraftGolden,
 
 // The default policy (probe, widening, economics) on the same prompts.
 TEST(DraftIdentity, DefaultPolicyOnDemoPrompts) {
-  auto m = open_model(kDemo, 2);
+  auto m = open_model(kDemo, 1);
   ASSERT_TRUE(m);
   NgramDrafter ngram;
   DraftStats total;
   check_golden(*m, ngram, DraftOptions{}, &total);
+  auto chain = open_drafter(kDemoDraft, *m, {}, 1);  // the model drafter, then ngram
+  ASSERT_TRUE(chain.ok()) << chain.message();
+  check_golden(*m, *chain->drafter, DraftOptions{}, &total);
 }
 
 // From a store: the target streams its experts through the read engine.
