@@ -87,7 +87,7 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
   ArmSummary a;
   a.name = name;
   a.runs = int(runs.size());
-  std::vector<double> ttft, prefill, decode, step, read_per_tok, amp, wait, readt;
+  std::vector<double> ttft, prefill, decode, step, read_per_tok, amp, wait, readt, per_pass;
   a.cold = !runs.empty();
   for (const auto& r : runs) {
     ttft.push_back(r.ttft_s);
@@ -100,6 +100,7 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
       readt.push_back(r.decode_read_s / double(r.step_s.size()));
     }
     amp.push_back(r.prefill_read_amplification());
+    if (r.target_passes > 0) per_pass.push_back(r.tokens_per_pass());
     a.cold = a.cold && r.cold;
     if (a.io_mode.find(r.io_mode) == std::string::npos) a.io_mode += (a.io_mode.empty() ? "" : " / ") + r.io_mode;
   }
@@ -108,6 +109,7 @@ ArmSummary summarize_arm(const std::string& name, const std::vector<RunRecord>& 
   a.prefill_read_amplification = spread(amp).median;
   a.read_wait_per_token_s = spread(wait).median;
   a.read_time_per_token_s = spread(readt).median;
+  a.tokens_per_pass = spread(per_pass).median;
   // A cold store run reads every expert of every token from the drives, so
   // what it measured is the cold cost; otherwise charge the theoretical one.
   a.cold_bytes_per_token = a.cold && a.decode_read_bytes_per_token > 0 ? a.decode_read_bytes_per_token
@@ -150,14 +152,14 @@ std::string format_summary(const std::vector<ArmSummary>& arms, const Limits& li
                        "rate {:.3f}); read engine {:.0f} MB/s while busy, {:.0f}% of the probe after its run (median)\n",
                        a.name, a.run_probe_mb_s, a.roofline, a.roofline_session, a.engine_mb_s, 100 * a.engine_vs_probe);
   s += "\n";
-  s += fmt::format("{:<14} {:>5} {:<6} {:>9} {:>11} {:>28} {:>9} {:>11} {:>9} {:>9}  {}\n", "arm", "runs", "cache",
-                   "TTFT s", "prefill t/s", "decode tok/s med [min, max]", "MB/token", "read ms/tok", "read amp",
-                   "roofline", "oracle");
+  s += fmt::format("{:<14} {:>5} {:<6} {:>9} {:>11} {:>28} {:>8} {:>9} {:>11} {:>9} {:>9}  {}\n", "arm", "runs",
+                   "cache", "TTFT s", "prefill t/s", "decode tok/s med [min, max]", "tok/pass", "MB/token",
+                   "read ms/tok", "read amp", "roofline", "oracle");
   for (const auto& a : arms) {
-    s += fmt::format("{:<14} {:>5} {:<6} {:>9.3f} {:>11.2f} {:>28} {:>9.1f} {:>11.2f} {:>9.3f} {:>9.3f}  {}\n", a.name,
-                     a.runs, a.cold ? "cold" : "warm", a.ttft_s.median, a.prefill_tok_s.median,
+    s += fmt::format("{:<14} {:>5} {:<6} {:>9.3f} {:>11.2f} {:>28} {:>8.2f} {:>9.1f} {:>11.2f} {:>9.3f} {:>9.3f}  {}\n",
+                     a.name, a.runs, a.cold ? "cold" : "warm", a.ttft_s.median, a.prefill_tok_s.median,
                      fmt::format("{:.3f} [{:.3f}, {:.3f}]", a.decode_tok_s.median, a.decode_tok_s.min, a.decode_tok_s.max),
-                     a.decode_read_bytes_per_token / 1e6, a.read_time_per_token_s * 1e3, a.prefill_read_amplification,
+                     a.tokens_per_pass, a.decode_read_bytes_per_token / 1e6, a.read_time_per_token_s * 1e3, a.prefill_read_amplification,
                      a.roofline,
                      a.rejected ? "REJECTED: " + a.rejection : "ok");
   }

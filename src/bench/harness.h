@@ -63,6 +63,7 @@ struct ArmSummary {
   double prefill_read_amplification = 0;   // median over runs
   double read_wait_per_token_s = 0;        // median over runs: decode time the compute waited for experts, per token
   double read_time_per_token_s = 0;        // median over runs: decode expert-read wall time per token
+  double tokens_per_pass = 0;              // median over runs: decode tokens per target pass (1 without drafting)
   double cold_bytes_per_token = 0;         // the bytes the roofline charges per token
   // (cold bytes per token / probed disk rate) / time per decode token;
   // 1.0 = decoding at the disk's limit. 0 when there is no disk rate. With a

@@ -51,7 +51,13 @@ std::string RunRecord::to_json() const {
             {"engine_mb_s", engine_mb_s},
             {"prefetch_issued", prefetch_issued},
             {"prefetch_hits", prefetch_hits},
-            {"disk_probe_mb_s", disk_probe_mb_s}};
+            {"disk_probe_mb_s", disk_probe_mb_s},
+            {"draft", draft},
+            {"decode_tokens", decode_tokens},
+            {"target_passes", target_passes},
+            {"draft_proposed", draft_proposed},
+            {"draft_accepted", draft_accepted},
+            {"draft_switched_off", draft_switched_off}};
   return j.dump();
 }
 
@@ -83,6 +89,12 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.engine_mb_s = j.value("engine_mb_s", 0.0);
     r.prefetch_issued = j.value("prefetch_issued", uint64_t(0));
     r.prefetch_hits = j.value("prefetch_hits", uint64_t(0));
+    r.draft = j.value("draft", std::string());
+    r.decode_tokens = j.value("decode_tokens", int64_t(0));
+    r.target_passes = j.value("target_passes", int64_t(0));
+    r.draft_proposed = j.value("draft_proposed", int64_t(0));
+    r.draft_accepted = j.value("draft_accepted", int64_t(0));
+    r.draft_switched_off = j.value("draft_switched_off", false);
   } catch (const std::exception& e) {
     return error("{}: not a run record: {}", what, e.what());
   }

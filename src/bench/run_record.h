@@ -41,6 +41,13 @@ struct RunRecord {
   double engine_mb_s = 0;
   // Speculative next-layer reads (run --prefetch): issued, and used by the layer they guessed.
   uint64_t prefetch_issued = 0, prefetch_hits = 0;
+  // Drafting (run --draft): what drafted, tokens after the first and the
+  // target passes that decided them (equal without drafting), draft ids
+  // proposed and accepted, and whether the economics switched it off.
+  std::string draft;
+  int64_t decode_tokens = 0, target_passes = 0, draft_proposed = 0, draft_accepted = 0;
+  bool draft_switched_off = false;
+  double tokens_per_pass() const { return target_passes > 0 ? double(decode_tokens) / double(target_passes) : 0.0; }
   // Filled in by `bench`, not by `run`: the drives' raw rate (MB/s, all
   // drives together) probed right after this run; 0 when not probed.
   double disk_probe_mb_s = 0;

@@ -251,6 +251,7 @@ int bench_main(const BenchOptions& o) {
                           {"ttft_s", {s.ttft_s.median, s.ttft_s.min, s.ttft_s.max}},
                           {"prefill_tok_s", {s.prefill_tok_s.median, s.prefill_tok_s.min, s.prefill_tok_s.max}},
                           {"decode_tok_s", {s.decode_tok_s.median, s.decode_tok_s.min, s.decode_tok_s.max}},
+                          {"tokens_per_pass", s.tokens_per_pass},
                           {"decode_read_bytes_per_token", s.decode_read_bytes_per_token},
                           {"prefill_read_amplification", s.prefill_read_amplification},
                           {"read_wait_per_token_s", s.read_wait_per_token_s},

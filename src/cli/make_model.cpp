@@ -1,11 +1,15 @@
 // `deltafin make-model --preset tiny|small|k3-shaped|k3-full-sparse --out DIR [--seed N]
-//   [--experts-gb N] [--store STORE --drive DIR[:MBPS] ...]`
+//   [--experts-gb N] [--store STORE --drive DIR[:MBPS] ...]
+// `deltafin make-model --preset dspark --target DIR --out DIR [--seed N]`: a DSpark-layout drafter for DIR
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "checkpoint/dspark_writer.h"
 #include "checkpoint/make_model.h"
+#include "checkpoint/safetensors.h"
 #include "cli/command.h"
+#include "model/config.h"
 #include "store/prepare.h"
 
 namespace deltafin::cli {
@@ -13,7 +17,7 @@ namespace deltafin::cli {
 namespace {
 
 struct MakeModelArgs {
-  std::string preset, out, store;
+  std::string preset, out, store, target;
   std::vector<std::string> drives;
   uint64_t seed = 1;
   double experts_gb = 0;
@@ -31,7 +35,26 @@ void print_expert_sizes(const ModelPreset& p) {
               double(eb) * double(layers) * p.top_k / 1e6);
 }
 
+// A DSpark-layout drafter sized for the checkpoint in a.target.
+int run_make_dspark(const MakeModelArgs& a) {
+  if (a.target.empty()) return fail("--preset dspark needs --target DIR (the model it drafts for)");
+  auto ck = Checkpoint::open(a.target);
+  if (!ck.ok()) return fail(ck.message());
+  auto cfg = ModelConfig::from_json(ck.value()->config());
+  if (!cfg.ok()) return fail(cfg.message());
+  const DsparkShape s = dspark_shape_for(cfg.value());
+  if (Status st = write_dspark_checkpoint(s, a.out, a.seed); !st.ok()) return fail(st.message());
+  std::string layers;
+  for (int l : s.target_layers) layers += fmt::format("{}{}", layers.empty() ? "" : ",", l);
+  std::printf("wrote dspark checkpoint for %s (hidden %d, %d layers, %d heads, target layers %s, seed %llu) to %s\n",
+              a.target.c_str(), s.hidden, s.layers, s.heads, layers.c_str(), static_cast<unsigned long long>(a.seed),
+              a.out.c_str());
+  return 0;
+}
+
 int run_make_model(const MakeModelArgs& a) {
+  if (a.preset == "dspark") return run_make_dspark(a);
+  if (!a.target.empty()) return fail("--target goes with --preset dspark");
   auto preset = find_preset(a.preset, a.experts_gb);
   if (!preset.ok()) return fail(preset.message());
   if (a.store.empty() != a.drives.empty()) return fail("--store and --drive go together");
@@ -61,7 +84,8 @@ int run_make_model(const MakeModelArgs& a) {
 void setup(CLI::App& root) {
   auto args = std::make_shared<MakeModelArgs>();
   auto* cmd = root.add_subcommand("make-model", "Write a test checkpoint in the published K3 layout");
-  cmd->add_option("--preset", args->preset, "tiny | small | k3-shaped | k3-full-sparse")->required();
+  cmd->add_option("--preset", args->preset, "tiny | small | k3-shaped | k3-full-sparse | dspark (with --target)")->required();
+  cmd->add_option("--target", args->target, "dspark: the checkpoint the drafter is sized for");
   cmd->add_option("--out", args->out, "output directory (created if needed)")->required();
   cmd->add_option("--seed", args->seed, "random seed for the weights (default 1)");
   cmd->add_option("--experts-gb", args->experts_gb, "k3-shaped: total routed-expert size in GB (required; fractions allowed)");

@@ -13,7 +13,9 @@
 #include "bench/run_record.h"
 #include "cli/command.h"
 #include "cli/prompt_input.h"
+#include "generate/drafter_open.h"
 #include "generate/greedy.h"
+#include "generate/speculative.h"
 #include "model/model.h"
 #include "store/fs_util.h"
 #include "store/store_run.h"
@@ -34,6 +36,9 @@ struct RunOptions {
   bool stats = false;
   bool print_ids = false;
   StoreRunOptions store;  // --store and its read options
+  std::string draft = "off";  // off | auto | ngram | DIR (docs/DRAFTING.md)
+  int draft_max = 7;
+  std::string draft_gate = "on";  // off: never switch drafting off (measuring a drafter, not a default)
 };
 
 void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
@@ -80,6 +85,33 @@ struct SigintGuard {
   }
   ~SigintGuard() { sigaction(SIGINT, &old, nullptr); }
 };
+
+void print_draft_stats(const DraftStats& d, const std::string& description) {
+  std::fprintf(stderr, "draft: %s\n", description.c_str());
+  if (d.drafter.empty()) return;
+  std::string by_pos;
+  for (size_t i = 0; i < d.proposed_at.size(); ++i)
+    by_pos += fmt::format("{}{:.2f}", i ? " " : "",
+                          d.proposed_at[i] ? double(i < d.accepted_at.size() ? d.accepted_at[i] : 0) / d.proposed_at[i] : 0.0);
+  std::fprintf(stderr,
+               "draft: %lld proposals (%lld ids, %lld empty asks), %lld accepted (%.1f%%); acceptance by position: %s\n",
+               (long long)d.proposals, (long long)d.proposed, (long long)d.empty_proposals, (long long)d.accepted,
+               d.proposed ? 100.0 * double(d.accepted) / double(d.proposed) : 0.0, by_pos.empty() ? "-" : by_pos.c_str());
+  std::fprintf(stderr, "draft: %.2f tokens per target pass (%lld decode tokens in %lld verify + %lld plain passes)\n",
+               d.tokens_per_pass(), (long long)d.decode_tokens, (long long)d.verify_passes, (long long)d.plain_passes);
+  std::fprintf(stderr,
+               "draft: time drafting %.3f s, verification %.3f s, rollback %.3f s (target replay) + %.3f s (drafter), plain "
+               "steps %.3f s; baseline %.3f ms per plain token, credit %+.3f ms\n",
+               d.seconds_draft, d.seconds_verify, d.seconds_commit, d.seconds_rollback, d.seconds_plain,
+               d.baseline_s * 1e3, d.credit_s * 1e3);
+  if (d.decode_tokens > 0)
+    std::fprintf(stderr, "draft: routed expert bytes per emitted token %.3f MB (decode; a verify block's union counted once)\n",
+                 double(d.decode_expert_bytes) / 1e6 / double(d.decode_tokens));
+  for (const auto& f : d.fallbacks) std::fprintf(stderr, "draft: %s\n", f.c_str());
+  if (d.switched_off)
+    std::fprintf(stderr, "draft: switched off for this request after %lld tokens: %s\n", (long long)d.off_after_tokens,
+                 d.off_reason.c_str());
+}
 
 // One JSON line per (position, layer): {"pos":P,"layer":L,"experts":[...]} in route order.
 void write_route_trace(std::FILE* f, int64_t pos0, int layer, size_t rows, int k, std::span<const int> ids) {
@@ -170,6 +202,15 @@ int run(const RunOptions& o) {
       for (size_t r = 0; r < rows && !prefill_routed.empty() && pos0 + int64_t(r) < prompt_len; ++r)
         for (int i = 0; i < k; ++i) prefill_routed[size_t(layer) * size_t(experts) + size_t(ids[r * k + i])] = 1;
     });
+  const std::string source_dir = sm.source ? sm.source->manifest().source_dir : "";
+  auto choice_or = open_drafter(o.draft, model, drafter_candidates(o.model_dir, o.store.store, source_dir), o.threads);
+  if (!choice_or.ok()) return fail(choice_or.message());
+  DrafterChoice& choice = choice_or.value();
+  for (const auto& w : choice.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  DraftOptions dopt;
+  dopt.policy.draft_max = o.draft_max;
+  if (o.draft_gate == "off") dopt.policy.economics = false, dopt.policy.backoff_max = 0;
+  DraftStats dstats;
   Session session = model.new_session();
   GenerateOptions g;
   g.max_new = o.max_new;
@@ -204,7 +245,9 @@ int run(const RunOptions& o) {
   Status s;
   {
     SigintGuard sigint;
-    s = generate(model, session, prompt.ids, g, on_token, &stats);
+    s = choice.drafter
+            ? generate_drafted(model, session, prompt.ids, g, choice.drafter.get(), dopt, on_token, &stats, &dstats)
+            : generate(model, session, prompt.ids, g, on_token, &stats);
   }
   const bool interrupted = g_interrupted != 0;
   if (prompt.detok && !o.print_ids) {
@@ -220,7 +263,10 @@ int run(const RunOptions& o) {
   if (interrupted)
     std::fprintf(stderr, "interrupted: %lld of %lld prompt tokens and %lld generated tokens done\n",
                  (long long)stats.prompt_tokens, (long long)prompt_len, (long long)stats.generated_tokens);
-  if (o.stats) print_stats(stats, model.config());
+  if (o.stats) {
+    print_stats(stats, model.config());
+    print_draft_stats(dstats, choice.description);
+  }
   if (!o.stats_json.empty()) {
     describe_source(sm, rec);
     rec.threads = o.threads, rec.prefill_chunk = o.prefill_chunk;
@@ -235,6 +281,11 @@ int run(const RunOptions& o) {
     rec.decode_expert_wait_s = stats.forward.seconds_expert_wait - rec.prefill_expert_wait_s;
     rec.decode_read_bytes = expert_bytes_read(sm) - rec.prefill_read_bytes;
     for (char c : prefill_routed) rec.prefill_distinct_experts += uint64_t(c);
+    rec.draft = choice.description;
+    rec.decode_tokens = choice.drafter ? dstats.decode_tokens : std::max<int64_t>(stats.generated_tokens - 1, 0);
+    rec.target_passes = choice.drafter ? dstats.target_passes() : rec.decode_tokens;
+    rec.draft_proposed = dstats.proposed, rec.draft_accepted = dstats.accepted;
+    rec.draft_switched_off = dstats.switched_off;
     Status w = write_file_atomic(o.stats_json, rec.to_json() + "\n");
     if (!w.ok()) return fail(w.message());
   }
@@ -263,6 +314,14 @@ void setup(CLI::App& app) {
   cmd->add_option("--stats-json", o->stats_json,
                   "Write this run's measurements (ids, TTFT, step times, expert bytes by phase) as one JSON object");
   cmd->add_flag("--print-ids", o->print_ids, "Print token ids, one per line, instead of text");
+  cmd->add_option("--draft", o->draft,
+                  "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR "
+                  "(a draft checkpoint: K3 layout or DSpark layout); tokens never change (docs/DRAFTING.md)");
+  cmd->add_option("--draft-max", o->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
+  cmd->add_option("--draft-gate", o->draft_gate,
+                  "on: drafting switches itself off when it does not pay (default); off: always draft, no back-off "
+                  "(to measure a drafter)")
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->callback([o] { set_exit_code(run(*o)); });
 }
 

@@ -19,12 +19,7 @@ Status generate(Model& model, Session& session, std::span<const int32_t> prompt,
   if (opt.prefill_chunk < 1) return error("prefill chunk must be at least 1");
   GenerateStats local;
   GenerateStats& st = stats ? *stats : local;
-  // The model checks the flag between layers; cleared again however we leave.
-  struct CancelScope {
-    Model& m;
-    ~CancelScope() { m.set_cancel_flag(nullptr); }
-  } scope{model};
-  model.set_cancel_flag(opt.cancel);
+  CancelScope cancel(model, opt.cancel);
   std::vector<float> logits;
   auto t0 = Clock::now();
   for (size_t i = 0; i < prompt.size(); i += size_t(opt.prefill_chunk)) {

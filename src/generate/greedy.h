@@ -35,6 +35,19 @@ using TokenCallback = std::function<bool(int32_t token, std::span<const float> l
 
 int32_t argmax_lowest(std::span<const float> logits);
 
+// Hands opt.cancel to the model (checked between layers) for its lifetime;
+// cleared again however generation ends.
+class CancelScope {
+ public:
+  CancelScope(Model& m, const std::atomic<bool>* cancel) : m_(m) { m_.set_cancel_flag(cancel); }
+  ~CancelScope() { m_.set_cancel_flag(nullptr); }
+  CancelScope(const CancelScope&) = delete;
+  CancelScope& operator=(const CancelScope&) = delete;
+
+ private:
+  Model& m_;
+};
+
 Status generate(Model& model, Session& session, std::span<const int32_t> prompt, const GenerateOptions& opt,
                 const TokenCallback& on_token, GenerateStats* stats = nullptr);
 

@@ -262,6 +262,20 @@ Status Model::commit_verified(Session& session, size_t n) {
   return {};
 }
 
+Status Model::set_capture_layers(std::vector<int> layers) {
+  std::vector<int> slot(size_t(cfg_.num_layers), -1);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const int l = layers[i];
+    if (l < 0 || l >= cfg_.num_layers) return error("capture: layer {} is outside 0..{}", l, cfg_.num_layers - 1);
+    if (slot[size_t(l)] >= 0) return error("capture: layer {} is listed twice", l);
+    slot[size_t(l)] = int(i);
+  }
+  capture_layers_ = std::move(layers);
+  capture_slot_ = capture_layers_.empty() ? std::vector<int>{} : std::move(slot);
+  captured_.clear();
+  return {};
+}
+
 uint64_t Model::verify_bytes_per_row() const {
   const uint64_t per_layer = 4 * (4 * uint64_t(cfg_.kda.channels()) + uint64_t(cfg_.kda.heads));
   return per_layer * uint64_t(cfg_.num_kda_layers());
@@ -291,6 +305,8 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
   Anchors anchors(ws, T, max_anchors, H);
 
   embed(tokens, p);
+  const size_t NC = capture_layers_.size();
+  if (NC) captured_.resize(T * NC * H);
   for (int l = 0; l < cfg_.num_layers; ++l) {
     // A server that lost its client stops here, within one layer of the block.
     if (cancel_ && cancel_->load(std::memory_order_relaxed)) return Status::cancelled();
@@ -322,6 +338,9 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
       st.experts_used += ms.experts;
     }
     kernels::add(f, p, T * H);
+    if (NC && capture_slot_[size_t(l)] >= 0)
+      for (size_t t = 0; t < T; ++t)
+        std::copy(p + t * H, p + (t + 1) * H, captured_.data() + (t * NC + size_t(capture_slot_[size_t(l)])) * H);
   }
   if (!verify) session.length += int64_t(T);  // a verified block commits later
   st.rows += T;

@@ -76,6 +76,17 @@ class Model {
   // Extra memory a verification block keeps per row until its commit.
   uint64_t verify_bytes_per_row() const;
 
+  // Hidden-row capture for block drafters (DSpark reads the target's rows):
+  // after each listed layer, every forward() or verify() block copies its
+  // rows' AttnRes partial sum (p once the layer's FFN output is added) into
+  // a buffer [T][layers.size()][hidden] fp32, valid until the next block.
+  // An empty list turns it off. Capturing never changes a logit.
+  Status set_capture_layers(std::vector<int> layers);
+  std::span<const float> captured_rows() const { return captured_; }
+  size_t captured_layer_count() const { return capture_layers_.size(); }
+  // The bound spine (a block drafter uses the target's embedding and LM head).
+  const ModelWeights& weights() const { return w_; }
+
   ExpertSource& experts() { return *experts_; }
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
   // Speculative expert prefetch: in each MoE layer, for blocks of at most
@@ -110,6 +121,9 @@ class Model {
   const Session* verified_session_ = nullptr;
   size_t verified_rows_ = 0;
   std::vector<layers::KdaRecord> kda_records_;
+  std::vector<int> capture_layers_;  // in the order the buffer holds them
+  std::vector<int> capture_slot_;    // per layer: its index in capture_layers_, or -1
+  std::vector<float> captured_;
   Status run_block(std::span<const int32_t> tokens, Session& session, Logits which, std::vector<float>* logits,
                    ForwardStats* stats, bool verify);
   class Anchors;

@@ -56,4 +56,26 @@ const std::string& tiny_model(int seed) {
   return made.emplace(seed, dir).first->second;
 }
 
+const std::string& dspark_model(const std::string& target_dir, int seed) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int>, std::string> made;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = made.find({target_dir, seed});
+  if (it != made.end()) return it->second;
+  std::string dir = temp_dir("dspark-" + std::to_string(made.size()) + "-" + std::to_string(seed));
+  std::string cmd = std::string(DELTAFIN_BINARY) + " make-model --preset dspark --target " + target_dir +
+                    " --seed " + std::to_string(seed) + " --out " + dir + " > /dev/null";
+  EXPECT_EQ(run_command(cmd), 0) << cmd;
+  return made.emplace(std::make_pair(target_dir, seed), dir).first->second;
+}
+
+std::string temp_dir(const std::string& name) {
+  static std::mutex mu;
+  static int counter = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string dir = temp_root() + "/" + name + "-" + std::to_string(counter++);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 }  // namespace deltafin::testing
