@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/command.h"
+#include "generate/drafter_open.h"
 #include "model/model.h"
 #include "server/engine.h"
 #include "server/server.h"
@@ -27,6 +28,8 @@ struct ServeOptions {
   server::EngineOptions engine;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   bool no_state_reuse = false;
+  std::string draft = "off";  // off | auto | ngram | DIR, as for run
+  int draft_max = 7;
 };
 
 server::Server* g_server = nullptr;
@@ -50,12 +53,13 @@ int serve(ServeOptions& o) {
     return fail(fmt::format("--host {} is not a loopback address: refusing to serve it without --api-key", o.server.host));
 
   std::unique_ptr<Model> model;
-  std::string tokenizer_dir;
+  std::string tokenizer_dir, source_dir;
   if (!o.store.store.empty()) {
     auto sm = open_store_model(o.store, o.threads);
     if (!sm.ok()) return fail(sm.message());
     for (const auto& w : sm->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::fprintf(stderr, "%s\n", sm->spine_line.c_str());
+    if (sm->source) source_dir = sm->source->manifest().source_dir;
     model = std::move(sm->model);
     tokenizer_dir = (std::filesystem::path(o.store.store) / kSpineDirName).string();
   } else {
@@ -65,8 +69,14 @@ int serve(ServeOptions& o) {
     tokenizer_dir = o.model_dir;
   }
   o.engine.state_reuse = !o.no_state_reuse;
+  o.engine.draft.draft_max = o.draft_max;
+  auto drafter = open_drafter(o.draft, *model, drafter_candidates(o.model_dir, o.store.store, source_dir), o.threads);
+  if (!drafter.ok()) return fail(drafter.message());
+  for (const auto& w : drafter->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  std::fprintf(stderr, "draft: %s\n", drafter->description.c_str());
   auto engine = server::Engine::create(std::move(model), tokenizer_dir, o.engine);
   if (!engine.ok()) return fail(engine.message());
+  (*engine)->set_drafter(std::move(drafter->drafter));
 
   server::Server srv(**engine, o.server);
   if (Status s = srv.bind(); !s.ok()) return fail(s.message());
@@ -123,6 +133,11 @@ void setup(CLI::App& app) {
   cmd->add_option("--send-timeout-ms", o->server.send_timeout_ms, "Longest wait for a client to take response bytes")
       ->check(CLI::Range(1, 3600000))->capture_default_str();
   cmd->add_flag("--no-state-reuse", o->no_state_reuse, "Always prefill the whole conversation");
+  cmd->add_option("--draft", o->draft,
+                  "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR; "
+                  "responses never change (docs/DRAFTING.md)")
+      ->capture_default_str();
+  cmd->add_option("--draft-max", o->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
   cmd->add_option("--threads", o->threads, "Compute threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--prefill-chunk", o->engine.prefill_chunk, "Prompt rows per forward block")
       ->check(CLI::Range(1, 1 << 16));

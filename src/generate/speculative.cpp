@@ -128,8 +128,9 @@ Status generate_drafted(Model& model, Session& session, std::span<const int32_t>
   t0 = Clock::now();
   const uint64_t bytes0 = st.forward.expert_bytes;
   const int vocab = model.config().vocab;
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
-  history.reserve(prompt.size() + size_t(opt.max_new));
+  std::vector<int32_t> history(dopt.committed.begin(), dopt.committed.end());
+  history.reserve(history.size() + prompt.size() + size_t(opt.max_new));
+  history.insert(history.end(), prompt.begin(), prompt.end());
   Emitter out(opt, on_token, st, history);
   DraftPolicy policy(dopt.policy);
   std::vector<int32_t> block;

@@ -29,6 +29,10 @@ struct DraftOptions {
   // Positions the session may hold (0: no bound): a verification block is
   // clipped so its rows stay below it. Emission itself is bounded by max_new.
   int64_t max_context = 0;
+  // Tokens the session already holds before `prompt` (a server's reused
+  // conversation state): the drafter's history starts with them, so n-gram
+  // lookups and model drafters see the whole conversation.
+  std::span<const int32_t> committed;
 };
 
 struct DraftStats {

@@ -132,7 +132,20 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   };
   const std::span<const int32_t> rest(ids.data() + start, ids.size() - size_t(start));
   GenerateStats stats;
-  Status s = deltafin::generate(*model_, session, rest, g, on_token, &stats);
+  Status s;
+  if (drafter_) {
+    DraftOptions dopt;
+    dopt.policy = opt_.draft;
+    dopt.max_context = opt_.max_context;
+    dopt.committed = std::span<const int32_t>(ids.data(), size_t(start));
+    DraftStats ds;
+    s = generate_drafted(*model_, session, rest, g, drafter_.get(), dopt, on_token, &stats, &ds);
+    out.target_passes = ds.target_passes();
+    out.draft_proposed = ds.proposed, out.draft_accepted = ds.accepted;
+  } else {
+    s = deltafin::generate(*model_, session, rest, g, on_token, &stats);
+    out.target_passes = std::max<int64_t>(stats.generated_tokens - 1, 0);
+  }
   out.prefill_seconds = stats.prefill_seconds;
   out.decode_seconds = stats.decode_seconds;
   if (s.is_cancelled()) {

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include "generate/drafter.h"
+#include "generate/speculative.h"
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/output_filter.h"
@@ -28,6 +30,7 @@ struct EngineOptions {
   int prefill_chunk = 512;
   int max_context = 32768;  // prompt + max_tokens
   bool state_reuse = true;
+  DraftPolicyOptions draft;  // used when a drafter is set (set_drafter)
 };
 
 struct GenerationOutcome {
@@ -37,6 +40,8 @@ struct GenerationOutcome {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t prefill_tokens = 0, cached_tokens = 0;  // prompt_tokens = prefill + cached
   double prefill_seconds = 0, decode_seconds = 0;
+  int64_t target_passes = 0;                 // decode passes of the target (drafting: fewer than tokens)
+  int64_t draft_proposed = 0, draft_accepted = 0;
   bool cancelled = false;       // the sink or the cancel flag asked to stop (client gone, shutdown)
 };
 
@@ -62,6 +67,12 @@ class Engine {
   Result<GenerationOutcome> generate(const GenRequest& req, const std::vector<int32_t>& ids,
                                      const StartCallback& on_start, const DeltaSink& sink,
                                      const std::atomic<bool>* cancel = nullptr);
+  // Drafting for every request (null: off). Drafts never change a token
+  // (docs/DRAFTING.md); the policy switches itself off per request when it
+  // does not pay.
+  void set_drafter(std::unique_ptr<Drafter> drafter) { drafter_ = std::move(drafter); }
+  const Drafter* drafter() const { return drafter_.get(); }
+
   // The last generate()'s response reached the client: keep its boundaries.
   void publish();
   // Drop every retained boundary.
@@ -78,6 +89,7 @@ class Engine {
     Session session;  // commits tape[0, session.length)
   };
   std::unique_ptr<Model> model_;
+  std::unique_ptr<Drafter> drafter_;
   tokenizer::Tokenizer tok_;
   EngineOptions opt_;
   size_t max_token_bytes_ = 1;     // the longest ordinary token: bytes / this <= token count

@@ -21,6 +21,13 @@ void ServerMetrics::add_generation(int64_t prompt, int64_t prefill, int64_t cach
   decode_s_ += decode_s;
 }
 
+void ServerMetrics::add_drafting(int64_t target_passes, int64_t proposed, int64_t accepted) {
+  std::lock_guard lock(mu_);
+  target_passes_ += target_passes;
+  draft_proposed_ += proposed;
+  draft_accepted_ += accepted;
+}
+
 void ServerMetrics::add_queue_wait(double seconds) {
   std::lock_guard lock(mu_);
   wait_sum_ += seconds;
@@ -71,6 +78,13 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
   out += fmt::format("deltafin_prefill_seconds_total {:.6f}\n", prefill_s_);
   metric("deltafin_decode_seconds_total", "counter", "Time spent decoding.");
   out += fmt::format("deltafin_decode_seconds_total {:.6f}\n", decode_s_);
+  metric("deltafin_decode_passes_total", "counter",
+         "Decode passes of the target (one per token without drafting; fewer when drafts are accepted).");
+  out += fmt::format("deltafin_decode_passes_total {}\n", target_passes_);
+  metric("deltafin_draft_proposed_tokens_total", "counter", "Draft tokens the target verified.");
+  out += fmt::format("deltafin_draft_proposed_tokens_total {}\n", draft_proposed_);
+  metric("deltafin_draft_accepted_tokens_total", "counter", "Draft tokens that equalled the target's own.");
+  out += fmt::format("deltafin_draft_accepted_tokens_total {}\n", draft_accepted_);
   metric("deltafin_connections_open", "gauge", "Open client connections.");
   out += fmt::format("deltafin_connections_open {}\n", g.connections_open);
   metric("deltafin_connections_accepted_total", "counter", "Accepted TCP connections.");

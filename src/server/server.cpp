@@ -417,8 +417,10 @@ void Server::run_job(GenerationJob& job) {
   const GenerationOutcome& o = *result;
   metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
                           o.decode_seconds);
-  ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} queue_ms={:.0f}",
-                                o.prompt_tokens, o.prefill_tokens, o.completion_tokens, waited * 1e3));
+  metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
+  ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} decode_passes={} queue_ms={:.0f}",
+                                o.prompt_tokens, o.prefill_tokens, o.completion_tokens, o.target_passes,
+                                waited * 1e3));
   // The generation is complete: keep its state and memo entry whether or not
   // the last bytes reach the client (both only ever reproduce exact output).
   if (chat) engine_.publish();
