@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "generate/greedy.h"
+#include "server/stop_strings.h"
 #include "tokenizer/chat.h"
 
 namespace deltafin::server {
@@ -114,21 +115,24 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   const bool keep = chat && opt_.state_reuse;
   std::optional<Boundary> after_prompt;
   Status filter_status;
-  std::vector<Delta> step;
+  StopMatcher stop_strings(req.stop);
+  std::vector<Delta> step, shown;
   auto on_token = [&](int32_t tok, std::span<const float>) {
     if (keep && out.tokens.empty()) after_prompt = Boundary{ids, session};  // prompt boundary: a snapshot copy
     out.tokens.push_back(tok);
     step.clear();
+    shown.clear();
     if (std::find(stop.begin(), stop.end(), tok) == stop.end()) {
       filter_status = filter.push(uint32_t(tok), step);
       if (!filter_status.ok()) return false;
     }
-    out.deltas.insert(out.deltas.end(), step.begin(), step.end());
-    if (!sink(step)) {
+    const bool hit = stop_strings.push(step, shown);
+    out.deltas.insert(out.deltas.end(), shown.begin(), shown.end());
+    if (!sink(shown)) {
       out.cancelled = true;
       return false;
     }
-    return true;
+    return !hit;
   };
   const std::span<const int32_t> rest(ids.data() + start, ids.size() - size_t(start));
   GenerateStats stats;
@@ -158,13 +162,18 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   out.completion_tokens = int64_t(out.tokens.size());
   if (out.cancelled) return out;
   step.clear();
-  DF_TRY(filter.finish(step));
-  out.deltas.insert(out.deltas.end(), step.begin(), step.end());
-  if (!step.empty() && !sink(step)) {
+  shown.clear();
+  if (!stop_strings.stopped()) {
+    DF_TRY(filter.finish(step));
+    if (!stop_strings.push(step, shown)) stop_strings.finish(shown);
+  }
+  out.deltas.insert(out.deltas.end(), shown.begin(), shown.end());
+  if (!shown.empty() && !sink(shown)) {
     out.cancelled = true;
     return out;
   }
-  const bool stopped = !out.tokens.empty() && std::find(stop.begin(), stop.end(), out.tokens.back()) != stop.end();
+  const bool stopped = stop_strings.stopped() ||
+                       (!out.tokens.empty() && std::find(stop.begin(), stop.end(), out.tokens.back()) != stop.end());
   out.finish_reason = stopped ? "stop" : "length";
   if (keep) {
     if (after_prompt) pending_.push_back(std::move(*after_prompt));

@@ -50,6 +50,28 @@ std::optional<ApiError> check_only_number(const ojson& v, const std::string& par
 }
 
 // max_tokens-style integer: 1..ceiling.
+// `stop`: null, a string, or an array of at most 4 strings; none empty.
+std::optional<ApiError> read_stop(const ojson& v, std::vector<std::string>& out) {
+  constexpr size_t kMaxStops = 4, kMaxStopBytes = 1024;
+  out.clear();
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_string() && !v.is_array()) return wrong_type("stop", "a string, an array of strings or null", v);
+  const ojson list = v.is_string() ? ojson::array({v}) : v;
+  if (list.size() > kMaxStops)
+    return bad_request(fmt::format("'stop' has {} entries; at most {} are allowed", list.size(), kMaxStops), "stop",
+                       "invalid_value");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string param = v.is_string() ? "stop" : fmt::format("stop[{}]", i);
+    if (!list[i].is_string()) return wrong_type(param, "a string", list[i]);
+    const std::string& s = list[i].get_ref<const std::string&>();
+    if (s.empty()) return bad_request(fmt::format("'{}' must not be empty", param), "stop", "invalid_value");
+    if (s.size() > kMaxStopBytes)
+      return bad_request(fmt::format("'{}' is longer than {} bytes", param, kMaxStopBytes), "stop", "invalid_value");
+    out.push_back(s);
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_max_tokens(const ojson& v, const std::string& param, int ceiling, int& out) {
   if (!(v.is_number_integer() || v.is_number_unsigned())) return wrong_type(param, "an integer", v);
   if ((!v.is_number_unsigned() && v.get<int64_t>() < 1) || (v.is_number_unsigned() && v.get<uint64_t>() == 0))
@@ -252,7 +274,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
     } else if (k == "seed") {
       if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
     } else if (k == "stop") {
-      if (!v.is_null() && !(v.is_array() && v.empty())) e = unsupported(k, "stop sequences are not supported");
+      e = read_stop(v, r.stop);
     } else if (!chat && k == "prompt") {
       if (!v.is_string()) e = wrong_type(k, "a string", v);
       else if (v.get<std::string>().empty()) e = bad_request("'prompt' must not be empty", k, "invalid_value");
@@ -326,6 +348,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   ojson key;
   key["kind"] = chat ? "chat" : "completion";
   key["max_tokens"] = r.max_tokens;
+  key["stop"] = r.stop;
   if (chat) {
     key["thinking"] = r.thinking;
     key["thinking_effort"] = r.thinking_effort ? ojson(*r.thinking_effort) : ojson();

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,7 @@ struct GenRequest {
   bool thinking = true;
   std::optional<std::string> thinking_effort = std::string("max");
   int max_tokens = 0;
+  std::vector<std::string> stop;  // stop strings (at most 4, none empty): docs/SERVER.md
   bool stream = false;
   bool include_usage = false;
   // Everything that decides the output, canonically encoded and hashed (the memo key).

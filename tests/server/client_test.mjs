@@ -114,6 +114,28 @@ async function mainMode() {
   assert.ok(n >= 2);
   ok(`completions (non-streaming and streaming): ${JSON.stringify(c1.choices[0].text)} / ${JSON.stringify(text)}`);
 
+  // Stop strings: the answer is the plain one cut before the first
+  // occurrence (a stop of several bytes spans tokens: the test tokenizer is
+  // byte-level), streaming shows no byte of it, finish_reason is 'stop'.
+  const plain = await client.completions.create({ model, prompt: 'stop strings', max_tokens: 40 });
+  const full = plain.choices[0].text;
+  let k = 12;
+  while (k < full.length && full.charCodeAt(k) >= 0xdc00 && full.charCodeAt(k) <= 0xdfff) k++;
+  const stopStr = full.slice(k, k + 3);
+  assert.ok(stopStr.length >= 2, `plain output too short: ${JSON.stringify(full)}`);
+  const want = full.slice(0, full.indexOf(stopStr));
+  const cut = await client.completions.create({ model, prompt: 'stop strings', max_tokens: 40, stop: ['\u0001', stopStr] });
+  assert.equal(cut.choices[0].text, want);
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+  assert.ok(cut.usage.completion_tokens < 40);
+  const cutStream = await client.completions.create({ model, prompt: 'stop strings', max_tokens: 40, stop: stopStr,
+    stream: true });
+  let streamed = '', streamFinish = null;
+  for await (const c of cutStream) { streamed += c.choices[0].text; streamFinish = c.choices[0].finish_reason ?? streamFinish; }
+  assert.equal(streamed, want);
+  assert.equal(streamFinish, 'stop');
+  ok(`stop strings (non-streaming and streaming): cut before ${JSON.stringify(stopStr)}`);
+
   // Invalid requests: each refused with OpenAI's error shape, naming the field.
   const chat = (extra) => () => client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 4, ...extra });
   const comp = (extra) => () => client.completions.create({ model, prompt: 'hi', max_tokens: 4, ...extra });
@@ -135,7 +157,8 @@ async function mainMode() {
     { param: 'tools' });
   await expectError('logprobs', chat({ logprobs: true }), 400, { param: 'logprobs' });
   await expectError('frequency_penalty', chat({ frequency_penalty: 0.5 }), 400, { param: 'frequency_penalty' });
-  await expectError('stop sequences', chat({ stop: ['x'] }), 400, { param: 'stop' });
+  await expectError('five stop strings', chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), 400, { param: 'stop' });
+  await expectError('empty stop string', chat({ stop: ['a', ''] }), 400, { param: 'stop' });
   await expectError('response_format json_object', chat({ response_format: { type: 'json_object' } }), 400,
     { param: 'response_format' });
   await expectError('reasoning_effort medium', chat({ reasoning_effort: 'medium' }), 400, { param: 'reasoning_effort' });
