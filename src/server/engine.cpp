@@ -152,6 +152,8 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   }
   out.prefill_seconds = stats.prefill_seconds;
   out.decode_seconds = stats.decode_seconds;
+  out.expert_bytes = stats.forward.expert_bytes;
+  out.expert_wait_seconds = stats.forward.seconds_expert_wait;
   if (s.is_cancelled()) {
     out.cancelled = true;
     out.completion_tokens = int64_t(out.tokens.size());

@@ -41,6 +41,8 @@ struct GenerationOutcome {
   int64_t prefill_tokens = 0, cached_tokens = 0;  // prompt_tokens = prefill + cached
   double prefill_seconds = 0, decode_seconds = 0;
   int64_t target_passes = 0;                 // decode passes of the target (drafting: fewer than tokens)
+  uint64_t expert_bytes = 0;                 // routed expert bytes the model used (union per layer per block)
+  double expert_wait_seconds = 0;            // compute idle, waiting for expert reads
   int64_t draft_proposed = 0, draft_accepted = 0;
   bool cancelled = false;       // the sink or the cancel flag asked to stop (client gone, shutdown)
 };

@@ -28,6 +28,12 @@ void ServerMetrics::add_drafting(int64_t target_passes, int64_t proposed, int64_
   draft_accepted_ += accepted;
 }
 
+void ServerMetrics::add_experts(uint64_t bytes, double wait_seconds) {
+  std::lock_guard lock(mu_);
+  expert_bytes_ += bytes;
+  expert_wait_s_ += wait_seconds;
+}
+
 void ServerMetrics::add_queue_wait(double seconds) {
   std::lock_guard lock(mu_);
   wait_sum_ += seconds;
@@ -78,6 +84,11 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
   out += fmt::format("deltafin_prefill_seconds_total {:.6f}\n", prefill_s_);
   metric("deltafin_decode_seconds_total", "counter", "Time spent decoding.");
   out += fmt::format("deltafin_decode_seconds_total {:.6f}\n", decode_s_);
+  metric("deltafin_expert_bytes_total", "counter",
+         "Routed expert bytes used by finished generations (each block's union once; from a store: read or cached).");
+  out += fmt::format("deltafin_expert_bytes_total {}\n", expert_bytes_);
+  metric("deltafin_expert_wait_seconds_total", "counter", "Compute time spent waiting for expert reads.");
+  out += fmt::format("deltafin_expert_wait_seconds_total {:.6f}\n", expert_wait_s_);
   metric("deltafin_decode_passes_total", "counter",
          "Decode passes of the target (one per token without drafting; fewer when drafts are accepted).");
   out += fmt::format("deltafin_decode_passes_total {}\n", target_passes_);

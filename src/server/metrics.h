@@ -24,6 +24,7 @@ class ServerMetrics {
   void add_queue_wait(double seconds);
   // A finished generation's decode passes of the target and its drafts.
   void add_drafting(int64_t target_passes, int64_t proposed, int64_t accepted);
+  void add_experts(uint64_t bytes, double wait_seconds);
   // Mean seconds a generation took (queue wait excluded); 0 before the first.
   double mean_generation_seconds() const;
 
@@ -41,6 +42,8 @@ class ServerMetrics {
   int64_t prompt_ = 0, prefill_ = 0, cached_ = 0, completion_ = 0;
   double prefill_s_ = 0, decode_s_ = 0;
   int64_t target_passes_ = 0, draft_proposed_ = 0, draft_accepted_ = 0;
+  uint64_t expert_bytes_ = 0;
+  double expert_wait_s_ = 0;
   double wait_sum_ = 0;
   uint64_t wait_count_ = 0;
 };

@@ -418,6 +418,7 @@ void Server::run_job(GenerationJob& job) {
   metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
                           o.decode_seconds);
   metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
+  metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
   ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} decode_passes={} queue_ms={:.0f}",
                                 o.prompt_tokens, o.prefill_tokens, o.completion_tokens, o.target_passes,
                                 waited * 1e3));

@@ -392,12 +392,18 @@ TEST(ServerTransport, EveryRequestIsLoggedAndMetricsNeedTheKey) {
   };
   EXPECT_TRUE(logged({"method=GET path=/health status=200"}));
   EXPECT_TRUE(logged({"id=" + g.field("x-request-id") + " ", "path=/v1/completions status=200 prompt_tokens=6",
-                      "completion_tokens=3"}))
+                      "completion_tokens=3", "decode_passes=2"}))
       << [&] {
            std::string all = "id " + g.field("x-request-id") + "; log:\n";
            for (const auto& l : s.log()) all += l + "\n";
            return all;
          }();
+  // Tokens, passes and expert bytes of that generation (3 tokens: 2 decode passes without drafting).
+  RawResponse m2 = fetch(s.port(), "GET /metrics HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n");
+  EXPECT_NE(m2.body.find("deltafin_completion_tokens_total 3\n"), std::string::npos) << m2.body;
+  EXPECT_NE(m2.body.find("deltafin_decode_passes_total 2\n"), std::string::npos) << m2.body;
+  EXPECT_NE(m2.body.find("deltafin_draft_accepted_tokens_total 0\n"), std::string::npos) << m2.body;
+  EXPECT_EQ(m2.body.find("deltafin_expert_bytes_total 0\n"), std::string::npos) << m2.body;  // experts were used
 }
 
 }  // namespace
