@@ -84,6 +84,7 @@ class Engine {
   const tokenizer::Tokenizer& tokenizer() const { return tok_; }
   Model& model() { return *model_; }
   const EngineOptions& options() const { return opt_; }
+  size_t max_token_bytes() const { return max_token_bytes_; }  // the longest ordinary token, in bytes
 
  private:
   struct Boundary {

@@ -73,29 +73,42 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; 
 }  // namespace
 
 BodyShape scan_body(std::string_view s, int max_depth, size_t max_messages) {
-  static constexpr std::string_view kMessages = "messages";
+  enum class Key { Other, Messages, Prompt };
+  static constexpr std::string_view kMessages = "messages", kPrompt = "prompt";
   BodyShape shape;
   int depth = 0;
-  bool in_str = false, esc = false;
-  size_t key_len = 0;            // bytes of the current depth-1 string that still match "messages"
-  bool key_match = false;        // the string just closed at depth 1 was exactly "messages"
-  bool value_is_messages = false;  // after `"messages":` at depth 1, until the next ','
+  bool in_str = false;
+  int esc = 0;                   // characters of an escape still to skip (1 after '\', 4 more after "\u")
+  std::string_view key_text;     // the current depth-1 string, while it is a prefix of a key we look for
+  size_t key_len = 0;            // bytes of it so far (SIZE_MAX: not one of ours)
+  Key just_closed = Key::Other;  // the depth-1 string that just closed
+  Key value_of = Key::Other;     // after `"messages":` or `"prompt":` at depth 1, until the next ','
+  bool counting_prompt = false;  // inside the string value of "prompt"
   int messages_depth = -1;       // depth inside the messages array
   bool element_open = false;     // the current array element has started
   for (char c : s) {
     if (in_str) {
-      if (esc) {
-        esc = false;
+      if (esc > 0) {
+        esc = (esc == 1 && c == 'u') ? 4 : esc - 1;
         key_len = SIZE_MAX;
       } else if (c == '\\') {
-        esc = true;
+        esc = 1;
+        if (counting_prompt) ++shape.prompt_bytes;  // every escape decodes to at least one byte
       } else if (c == '"') {
         in_str = false;
-        key_match = depth == 1 && key_len == kMessages.size();
-      } else if (depth == 1 && key_len < kMessages.size() && c == kMessages[key_len]) {
-        ++key_len;
+        counting_prompt = false;
+        just_closed = Key::Other;
+        if (depth == 1 && key_len != SIZE_MAX) {
+          if (key_len == kMessages.size() && key_text == kMessages) just_closed = Key::Messages;
+          if (key_len == kPrompt.size() && key_text == kPrompt) just_closed = Key::Prompt;
+        }
       } else {
-        key_len = SIZE_MAX;
+        if (counting_prompt) ++shape.prompt_bytes;
+        if (depth == 1 && key_len != SIZE_MAX) {
+          // Still a prefix of "messages" or "prompt" (they start differently).
+          if (key_len == 0) key_text = c == 'm' ? kMessages : c == 'p' ? kPrompt : std::string_view{};
+          key_len = (key_len < key_text.size() && c == key_text[key_len]) ? key_len + 1 : SIZE_MAX;
+        }
       }
       continue;
     }
@@ -107,23 +120,29 @@ BodyShape scan_body(std::string_view s, int max_depth, size_t max_messages) {
         return shape;
       }
     }
-    const bool was_key = key_match;
-    key_match = false;
+    const Key was_key = just_closed;
+    just_closed = Key::Other;
     switch (c) {
       case '"':
         in_str = true;
         key_len = 0;
+        if (depth == 1 && value_of == Key::Prompt) {  // the value of "prompt" is this string (the last one wins)
+          counting_prompt = true;
+          shape.prompt_bytes = 0;
+          value_of = Key::Other;
+        }
         break;
       case ':':
-        if (depth == 1 && was_key) value_is_messages = true;
+        if (depth == 1) value_of = was_key;
         break;
       case '{':
       case '[':
+        if (depth == 1 && value_of == Key::Prompt) shape.prompt_bytes = 0;  // not a string
         if (++depth > max_depth) {
           shape.too_deep = true;
           return shape;
         }
-        if (c == '[' && depth == 2 && value_is_messages && messages_depth < 0) {
+        if (c == '[' && depth == 2 && value_of == Key::Messages && messages_depth < 0) {
           messages_depth = 2;
           element_open = false;
         }
@@ -135,9 +154,10 @@ BodyShape scan_body(std::string_view s, int max_depth, size_t max_messages) {
         break;
       case ',':
         if (depth == messages_depth) element_open = false;
-        if (depth == 1) value_is_messages = false;
+        if (depth == 1) value_of = Key::Other;
         break;
       default:
+        if (depth == 1 && value_of == Key::Prompt) shape.prompt_bytes = 0;  // a number or a literal
         break;
     }
   }

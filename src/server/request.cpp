@@ -207,6 +207,12 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
     return bad_request(fmt::format("'messages' has more than {} messages, more than fit in this server's context "
                                    "(--max-context)", limits.max_messages),
                        "messages", "context_length_exceeded");
+  if (!chat && limits.max_prompt_bytes != 0 && shape.prompt_bytes > limits.max_prompt_bytes) {
+    const size_t at_least = (shape.prompt_bytes + limits.max_token_bytes - 1) / limits.max_token_bytes;
+    return bad_request(fmt::format("the prompt has at least {} tokens ({} bytes), over this server's context limit "
+                                   "of {}", at_least, shape.prompt_bytes, limits.max_context),
+                       "prompt", "context_length_exceeded");
+  }
   ojson root = parse_body(body);
   if (root.is_discarded())
     return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
@@ -277,7 +283,8 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
       e = read_stop(v, r.stop);
     } else if (!chat && k == "prompt") {
       if (!v.is_string()) e = wrong_type(k, "a string", v);
-      else if (v.get<std::string>().empty()) e = bad_request("'prompt' must not be empty", k, "invalid_value");
+      else if (v.get_ref<const std::string&>().empty())
+        e = bad_request("'prompt' must not be empty", k, "invalid_value");
       else r.prompt = std::move(it.value().get_ref<std::string&>());  // no copy of a large prompt
     } else if (!chat && k == "echo") {
       if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");

@@ -23,6 +23,13 @@ struct ValidationLimits {
   // Chat bodies with more messages are refused before they are parsed into a
   // tree (0: no limit). The server derives it from --max-context.
   size_t max_messages = 0;
+  // Completion bodies whose "prompt" has more bytes than this are refused
+  // before they are parsed (0: no limit): every token is at most the longest
+  // token's bytes, so such a prompt needs more tokens than the context holds.
+  // The server sets it to --max-context x the longest token.
+  size_t max_prompt_bytes = 0;
+  size_t max_token_bytes = 1;  // for the message: the prompt has at least bytes / this tokens
+  int max_context = 0;         // for the message
 };
 
 struct GenRequest {

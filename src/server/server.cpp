@@ -80,6 +80,9 @@ Server::Server(Engine& engine, ServerOptions opt)
   // (<|open|>, <|sep|>, <|close|>, <|end_of_msg|>), so more messages than
   // context/4 can never fit: such bodies are refused before a tree is built.
   limits_.max_messages = size_t(std::max(1, engine_.options().max_context / 4));
+  limits_.max_context = engine_.options().max_context;
+  limits_.max_token_bytes = engine_.max_token_bytes();
+  limits_.max_prompt_bytes = size_t(engine_.options().max_context) * engine_.max_token_bytes();
   TransportOptions t;
   t.host = opt_.host;
   t.port = opt_.port;

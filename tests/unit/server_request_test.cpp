@@ -150,6 +150,19 @@ TEST(ServerJsonBody, ScanCountsTopLevelMessagesAndDepth) {
   EXPECT_FALSE(scan_body(R"(["[[[[[[[[[[[[[[[[[[[[[[[["])", 3, 0).too_deep);  // brackets in strings do not count
 }
 
+TEST(ServerJsonBody, ScanBoundsTheTopLevelPromptsBytes) {
+  EXPECT_EQ(scan_body(R"({"prompt":"hello"})", 64, 0).prompt_bytes, 5u);
+  // Escapes count one byte each ("\u00e9" decodes to two, "\n" to one): a lower bound.
+  EXPECT_EQ(scan_body(R"({"prompt": "a\n\u00e9\"b"})", 64, 0).prompt_bytes, 5u);
+  EXPECT_EQ(scan_body(R"({"x":{"prompt":"nested, not counted"},"prompt":"ab"})", 64, 0).prompt_bytes, 2u);
+  EXPECT_EQ(scan_body(R"({"prompt":"first","prompt":"xy"})", 64, 0).prompt_bytes, 2u);  // the last one wins
+  EXPECT_EQ(scan_body(R"({"prompt":"long one","prompt":7})", 64, 0).prompt_bytes, 0u);
+  EXPECT_EQ(scan_body(R"({"prompt":["a","bcd"]})", 64, 0).prompt_bytes, 0u);
+  EXPECT_EQ(scan_body(R"({"model":"prompt","n":"abcdef"})", 64, 0).prompt_bytes, 0u);  // a value, not a key
+  EXPECT_EQ(scan_body(R"({"prompts":"abc","promp":"abc","p\u0072ompt":"abc"})", 64, 0).prompt_bytes, 0u);
+  EXPECT_EQ(scan_body(R"({"messages":[{"role":"user","content":"abc"}]})", 64, 0).messages, 1u);
+}
+
 // parse_body builds exactly nlohmann's tree (it only moves strings instead of copying).
 TEST(ServerJsonBody, ParseEqualsNlohmannOnValidAndBrokenBodies) {
   std::mt19937 rng(7);
@@ -189,6 +202,26 @@ TEST(ServerJsonBody, HugeMessageListsAreRefusedBeforeParsing) {
   EXPECT_EQ(e.code, "context_length_exceeded");
   EXPECT_EQ(e.param, "messages");
   EXPECT_LT(s, 1.0);
+}
+
+// A prompt with more bytes than the context's tokens can hold is refused
+// before any tree is built; one at the bound goes on to be parsed.
+TEST(ServerRequest, PromptOverTheByteBoundIsRefusedBeforeParsing) {
+  ValidationLimits l;
+  l.model_name = "demo";
+  l.max_context = 8;
+  l.max_token_bytes = 4;
+  l.max_prompt_bytes = 32;
+  auto body = [](size_t n) { return R"({"prompt":")" + std::string(n, 'x') + R"(","max_tokens":1})"; };
+  ApiError e = std::get<ApiError>(validate_request(Comp, body(33), l));
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_NE(e.message.find("at least 9 tokens (33 bytes)"), std::string::npos) << e.message;
+  EXPECT_EQ(std::get<GenRequest>(validate_request(Comp, body(32), l)).prompt, std::string(32, 'x'));
+  // Broken JSON past the bound is refused for its length, within the bound for its syntax.
+  EXPECT_EQ(std::get<ApiError>(validate_request(Comp, body(33) + "}", l)).code,
+            "context_length_exceeded");
+  EXPECT_EQ(std::get<ApiError>(validate_request(Comp, body(3) + "}", l)).code, "invalid_json");
 }
 
 }  // namespace
