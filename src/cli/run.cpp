@@ -39,6 +39,7 @@ struct RunOptions {
   std::string draft = "off";  // off | auto | ngram | DIR (docs/DRAFTING.md)
   int draft_max = 7;
   std::string draft_gate = "on";  // off: never switch drafting off (measuring a drafter, not a default)
+  SamplingParams sampling;        // greedy unless --temperature > 0 (generate/sampler.h)
 };
 
 void print_stats(const GenerateStats& s, const ModelConfig& cfg) {
@@ -217,6 +218,8 @@ int run(const RunOptions& o) {
   g.prefill_chunk = o.prefill_chunk;
   g.stop_ids = prompt.stop_ids;
   g.interrupted = [] { return g_interrupted != 0; };
+  TokenPicker picker(o.sampling);
+  g.picker = &picker;
   GenerateStats stats;
   bool write_failed = false;
   auto last = Clock::now();
@@ -300,7 +303,7 @@ int run(const RunOptions& o) {
 
 void setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Generate greedily from a prompt");
+  auto* cmd = app.add_subcommand("run", "Generate from a prompt (greedy, or seeded sampling)");
   auto* model_opt = cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)");
   model_opt->excludes(add_store_run_options(cmd, o->store));
   add_prompt_options(cmd, o->prompt);
@@ -322,6 +325,20 @@ void setup(CLI::App& app) {
                   "on: drafting switches itself off when it does not pay (default); off: always draft, no back-off "
                   "(to measure a drafter)")
       ->check(CLI::IsMember({"on", "off"}));
+  SamplingParams& sp = o->sampling;
+  cmd->add_option("--temperature", sp.temperature, "0: greedy (default); above: seeded sampling (docs/SAMPLING.md)")
+      ->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--top-p", sp.top_p, "Nucleus: keep the smallest top set with this share of the mass")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", sp.top_k, "Keep the k likeliest tokens (0: all)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--min-p", sp.min_p, "Keep tokens at least this fraction as likely as the best")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--presence-penalty", sp.presence_penalty, "Subtract from the logit of every generated token")
+      ->check(CLI::Range(-2.0, 2.0));
+  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Subtract this x how often a token was generated")
+      ->check(CLI::Range(-2.0, 2.0));
+  cmd->add_option("--seed", sp.seed, "Sampling seed: the same seed gives the same tokens, with or without drafting")
+      ->capture_default_str();
   cmd->callback([o] { set_exit_code(run(*o)); });
 }
 

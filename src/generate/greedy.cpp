@@ -38,7 +38,8 @@ Status generate(Model& model, Session& session, std::span<const int32_t> prompt,
 
   t0 = Clock::now();
   for (int step = 0;; ++step) {
-    const int32_t tok = argmax_lowest(logits);
+    const int32_t tok = decide_token(opt, logits, session.length);
+    if (opt.picker) opt.picker->accept(tok);
     st.generated_tokens++;
     const bool stop = std::find(opt.stop_ids.begin(), opt.stop_ids.end(), tok) != opt.stop_ids.end();
     if (!on_token(tok, logits) || stop || step + 1 >= opt.max_new) break;

@@ -1,5 +1,6 @@
-// Greedy generation on top of forward(rows): chunked prefill, then one row per
-// step. Argmax ties go to the lowest id.
+// Generation on top of forward(rows): chunked prefill, then one row per step.
+// Greedy by default (argmax ties go to the lowest id); seeded sampling through
+// GenerateOptions::picker.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "generate/sampler.h"
 #include "model/model.h"
 
 namespace deltafin {
@@ -22,6 +24,9 @@ struct GenerateOptions {
   // Set from another thread to stop: generate() returns Status::cancelled()
   // before the next layer of the block in flight (prefill or decode).
   const std::atomic<bool>* cancel = nullptr;
+  // How each token is chosen (generate/sampler.h); null: greedy. The picker
+  // is told every emitted token (its penalties count them).
+  TokenPicker* picker = nullptr;
 };
 
 struct GenerateStats {
@@ -34,6 +39,11 @@ struct GenerateStats {
 using TokenCallback = std::function<bool(int32_t token, std::span<const float> logits)>;
 
 int32_t argmax_lowest(std::span<const float> logits);
+
+// The token for `position` (its index in the sequence): opt.picker's choice, else the argmax.
+inline int32_t decide_token(const GenerateOptions& opt, std::span<const float> logits, int64_t position) {
+  return opt.picker ? opt.picker->pick(logits, position) : argmax_lowest(logits);
+}
 
 // Hands opt.cancel to the model (checked between layers) for its lifetime;
 // cleared again however generation ends.

@@ -22,6 +22,7 @@ class Emitter {
   bool emit(int32_t tok, std::span<const float> logits) {
     st_.generated_tokens++;
     history_.push_back(tok);
+    if (opt_.picker) opt_.picker->accept(tok);
     ++emitted_;
     const bool go = cb_(tok, logits);
     return go && !is_stop(opt_.stop_ids, tok) && emitted_ < opt_.max_new;
@@ -134,7 +135,7 @@ Status generate_drafted(Model& model, Session& session, std::span<const int32_t>
   Emitter out(opt, on_token, st, history);
   DraftPolicy policy(dopt.policy);
   std::vector<int32_t> block;
-  bool go = out.emit(argmax_lowest(logits), logits);
+  bool go = out.emit(decide_token(opt, logits, session.length), logits);
   while (go && !interrupted()) {
     const int32_t pending = history.back();
     int k = drafter && !policy.off() ? policy.width() : 0;
@@ -168,7 +169,7 @@ Status generate_drafted(Model& model, Session& session, std::span<const int32_t>
         policy.overhead(since(to));
       }
       ds.decode_tokens++;
-      go = out.emit(argmax_lowest(logits), logits);
+      go = out.emit(decide_token(opt, logits, session.length), logits);
     } else {
       block.assign(1, pending);
       block.insert(block.end(), drafts.begin(), drafts.end());
@@ -183,10 +184,17 @@ Status generate_drafted(Model& model, Session& session, std::span<const int32_t>
       ds.proposed += int64_t(drafts.size());
       // How far the drafts match the target, stops aside (the policy's and
       // the statistics' measure of the drafter).
+      // Row i decides the token at position pos + i + 1 (the picker's penalties
+      // see the drafts before it as if emitted, then forget them).
       size_t matched = 0;
-      while (matched < drafts.size() && argmax_lowest(std::span<const float>(logits).subspan(matched * V, V)) ==
-                                            drafts[matched])
+      const size_t mark = opt.picker ? opt.picker->mark() : 0;
+      while (matched < drafts.size() &&
+             decide_token(opt, std::span<const float>(logits).subspan(matched * V, V), pos + int64_t(matched) + 1) ==
+                 drafts[matched]) {
+        if (opt.picker) opt.picker->accept(drafts[matched]);
         ++matched;
+      }
+      if (opt.picker) opt.picker->rewind(mark);
       for (size_t i = 0; i < drafts.size(); ++i) {
         count_position(ds.proposed_at, i);
         if (i < matched) count_position(ds.accepted_at, i);
@@ -196,7 +204,7 @@ Status generate_drafted(Model& model, Session& session, std::span<const int32_t>
       size_t rows = 0;
       for (size_t i = 0; i < T; ++i) {
         const auto row = std::span<const float>(logits).subspan(i * V, V);
-        const int32_t t = argmax_lowest(row);
+        const int32_t t = decide_token(opt, row, pos + int64_t(i) + 1);
         rows = i + 1;
         ds.decode_tokens++;
         go = out.emit(t, row);

@@ -1,11 +1,14 @@
-// Greedy generation with drafting: the same tokens and the same logits as
-// generate() (greedy.h), in fewer target passes when a drafter guesses well.
+// Generation with drafting: the same tokens and the same logits as generate()
+// (greedy.h), in fewer target passes when a drafter guesses well, greedy or
+// sampling (a seeded draw is a function of the row's logits and its position,
+// generate/sampler.h, so the verifier draws exactly what a plain step would).
 //
 // One step, with the newest token pending (decided, not yet run):
 //   drafts = drafter.propose(history, k)            untrusted ids
 //   rows   = [pending, d1 .. dk]                    one verify() block
-//   t_i    = argmax(row i) (ties to the lowest id)  row i's logits are those
-//                                                   a plain step would give
+//   t_i    = decide(row i, position p + i + 1)     row i's logits are those
+//            (argmax, ties to the lowest id, or     a plain step would give
+//            the picker's seeded draw)
 //   emit t_0, t_1, ... while t_i == d_{i+1}; the first mismatch is the
 //   target's correction, t_k after a full match its bonus; stops (stop ids,
 //   max_new, the callback) end the emission token by token

@@ -112,6 +112,8 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   g.prefill_chunk = opt_.prefill_chunk;
   g.stop_ids = stop;
   g.cancel = cancel;
+  TokenPicker picker(req.sampling);  // greedy unless the request samples
+  g.picker = &picker;
   const bool keep = chat && opt_.state_reuse;
   std::optional<Boundary> after_prompt;
   Status filter_status;

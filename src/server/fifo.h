@@ -23,12 +23,20 @@ class BoundedFifo {
 
   explicit BoundedFifo(size_t capacity) : capacity_(capacity) {}
 
-  std::optional<Ticket> push(std::shared_ptr<T> item) {
+  // on_join(item, ticket) runs under the lock before the item can be popped,
+  // so whatever it records is there when a consumer takes the item.
+  template <typename F>
+  std::optional<Ticket> push(std::shared_ptr<T> item, F&& on_join) {
     std::lock_guard lock(mu_);
     if (closed_ || items_.size() >= capacity_) return std::nullopt;
+    const Ticket t{++joined_, items_.size()};
+    on_join(*item, t);
     items_.push_back(std::move(item));
     cv_.notify_one();
-    return Ticket{++joined_, items_.size() - 1};
+    return t;
+  }
+  std::optional<Ticket> push(std::shared_ptr<T> item) {
+    return push(std::move(item), [](T&, const Ticket&) {});
   }
 
   // Blocks until an item is there; nullptr once closed and empty.

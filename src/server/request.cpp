@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <random>
 #include <fmt/format.h>
 
 #include "server/json_body.h"
@@ -40,12 +41,10 @@ std::optional<ApiError> check_range(const ojson& v, const std::string& param, do
   return std::nullopt;
 }
 
-// Null or a number equal to `only` (fields whose other values would change the output).
-std::optional<ApiError> check_only_number(const ojson& v, const std::string& param, double only) {
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_number()) return wrong_type(param, "a number or null", v);
-  if (v.get<double>() != only)
-    return unsupported(param, fmt::format("only {} is supported (greedy decoding)", only));
+// A number within [lo, hi] into `out`; null leaves the default.
+std::optional<ApiError> read_number(const ojson& v, const std::string& param, double lo, double hi, double& out) {
+  if (auto e = check_range(v, param, lo, hi)) return e;
+  if (!v.is_null()) out = v.get<double>();
   return std::nullopt;
 }
 
@@ -263,11 +262,20 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
       if (!v.is_null() && !(v.is_number_integer() && v.get<int64_t>() == 1))
         e = unsupported(k, "only 1 is supported");
     } else if (k == "temperature") {
-      e = check_range(v, k, 0, 2);
+      e = read_number(v, k, 0, 2, r.sampling.temperature);
     } else if (k == "top_p") {
-      e = check_range(v, k, 0, 1);
-    } else if (k == "frequency_penalty" || k == "presence_penalty") {
-      e = check_only_number(v, k, 0);
+      e = read_number(v, k, 0, 1, r.sampling.top_p);
+    } else if (k == "min_p") {
+      e = read_number(v, k, 0, 1, r.sampling.min_p);
+    } else if (k == "top_k") {
+      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
+      else if (v.is_number_integer() && (v.get<int64_t>() < -1 || v.get<int64_t>() > INT32_MAX))
+        e = bad_request("'top_k' must be -1 or 0 (all tokens) or a positive count", k, "invalid_value");
+      else if (v.is_number_integer()) r.sampling.top_k = int(std::max<int64_t>(v.get<int64_t>(), 0));
+    } else if (k == "frequency_penalty") {
+      e = read_number(v, k, -2, 2, r.sampling.frequency_penalty);
+    } else if (k == "presence_penalty") {
+      e = read_number(v, k, -2, 2, r.sampling.presence_penalty);
     } else if (k == "user") {
       if (!v.is_null() && !v.is_string()) e = wrong_type(k, "a string", v);
     } else if (k == "metadata") {
@@ -279,6 +287,10 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
       if (!v.is_null() && !(v.is_object() && v.empty())) e = unsupported(k, "only null or {} is supported");
     } else if (k == "seed") {
       if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
+      else if (v.is_number_integer()) {
+        r.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>() : uint64_t(v.get<int64_t>());
+        r.seeded = true;
+      }
     } else if (k == "stop") {
       e = read_stop(v, r.stop);
     } else if (!chat && k == "prompt") {
@@ -352,10 +364,20 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   if (!chat && !root.contains("prompt"))
     return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
 
+  // Sampling without a seed: a fresh one, and no memo (the answer is meant to vary).
+  if (!r.sampling.greedy() && !r.seeded) {
+    std::random_device rd;
+    r.sampling.seed = (uint64_t(rd()) << 32) | rd();
+    return r;
+  }
+
   ojson key;
   key["kind"] = chat ? "chat" : "completion";
   key["max_tokens"] = r.max_tokens;
   key["stop"] = r.stop;
+  const SamplingParams& sp = r.sampling;
+  key["sampling"] = {sp.temperature, sp.top_p, sp.top_k, sp.min_p, sp.presence_penalty, sp.frequency_penalty,
+                     sp.greedy() ? 0 : sp.seed};
   if (chat) {
     key["thinking"] = r.thinking;
     key["thinking_effort"] = r.thinking_effort ? ojson(*r.thinking_effort) : ojson();

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "generate/sampler.h"
+
 #include "server/api_error.h"
 
 namespace deltafin::server {
@@ -43,10 +45,15 @@ struct GenRequest {
   std::optional<std::string> thinking_effort = std::string("max");
   int max_tokens = 0;
   std::vector<std::string> stop;  // stop strings (at most 4, none empty): docs/SERVER.md
+  // temperature, top_p, top_k, min_p, penalties, seed (generate/sampler.h).
+  // A sampled request without a seed gets one drawn at random (`seeded`
+  // false): its answer is not memoised.
+  SamplingParams sampling;
+  bool seeded = false;
   bool stream = false;
   bool include_usage = false;
   // Everything that decides the output, canonically encoded and hashed (the memo key).
-  std::string memo_key;
+  std::string memo_key;  // empty: not memoised
 };
 
 using Validated = std::variant<GenRequest, ApiError>;

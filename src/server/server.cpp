@@ -300,7 +300,7 @@ void Server::prepare(const std::shared_ptr<Exchange>& ex, RequestKind kind) {
   job->meta = ResponseMeta{kind, next_id(kind), opt_.model_name, int64_t(std::time(nullptr))};
 
   // Exact response memo: answered at once, without the queue or the model.
-  if (auto hit = memo_.find(r.memo_key)) {
+  if (auto hit = r.memo_key.empty() ? std::nullopt : memo_.find(r.memo_key)) {
     metrics_.memo_hits.fetch_add(1);
     return replay_memo(*ex, r, job->meta, *hit);
   }
@@ -308,7 +308,8 @@ void Server::prepare(const std::shared_ptr<Exchange>& ex, RequestKind kind) {
   if (auto* e = std::get_if<ApiError>(&ids)) return ex->respond(error_response(*e));
   job->ids = std::move(std::get<std::vector<int32_t>>(ids));
 
-  auto ticket = queue_.push(job);
+  // The ticket is stored before the worker can pop the job (it reads it for the headers).
+  auto ticket = queue_.push(job, [](GenerationJob& j, const auto& t) { j.ticket = t; });
   if (!ticket) {
     if (stopping_.load()) return ex->respond(error_response(shutting_down()));
     metrics_.queue_rejected.fetch_add(1);
@@ -320,7 +321,6 @@ void Server::prepare(const std::shared_ptr<Exchange>& ex, RequestKind kind) {
                    "server_busy", "server_busy"),
         {{"Retry-After", std::to_string(retry)}}));
   }
-  job->ticket = *ticket;
   // A client that leaves stops the job: out of the queue if it still waits,
   // else before the next layer of its generation.
   ex->on_gone([this, weak = std::weak_ptr<GenerationJob>(job)] {
@@ -429,7 +429,8 @@ void Server::run_job(GenerationJob& job) {
   // the last bytes reach the client (both only ever reproduce exact output).
   if (chat) engine_.publish();
   else engine_.discard();
-  memo_.insert(r.memo_key, MemoEntry{o.deltas, o.finish_reason, o.prompt_tokens, o.completion_tokens});
+  if (!r.memo_key.empty())
+    memo_.insert(r.memo_key, MemoEntry{o.deltas, o.finish_reason, o.prompt_tokens, o.completion_tokens});
   const Usage usage{o.prompt_tokens, o.completion_tokens, o.cached_tokens};
   if (r.stream) {
     std::string out = sse_finish(meta, o.finish_reason, r.include_usage);

@@ -4,7 +4,8 @@
 # tokens per target pass and the time split; auto finds models/demo-draft
 # beside models/demo, and, from a store prepared from models/demo, the same
 # drafter through the store's source; a DSpark-layout drafter made by
-# make-model runs; a bad --draft is an error.
+# make-model runs; seeded sampling gives the same ids with and without
+# drafting; a bad --draft is an error.
 # Usage: draft_run.sh <deltafin-binary> <source-dir>
 set -euo pipefail
 BIN=$1; SRC=$2
@@ -31,6 +32,16 @@ mkdir -p "$T/d0"  # prepare never creates a drive root
   || { cat "$T/s.err"; echo "FAIL: run --store --draft auto"; exit 1; }
 cmp "$T/off.bin" "$T/s.bin" || { echo "FAIL: logits differ from the store"; exit 1; }
 grep -q "^draft: model drafter" "$T/s.err" || { cat "$T/s.err"; echo "FAIL: store auto did not find the drafter"; exit 1; }
+# Seeded sampling: the same ids with and without drafting; the same seed repeats, another differs.
+S=(--temperature 0.9 --top-p 0.95 --frequency-penalty 0.2)
+"$BIN" run --model "$DEMO" "${P[@]}" "${S[@]}" --seed 5 --draft off > "$T/s5.txt"
+"$BIN" run --model "$DEMO" "${P[@]}" "${S[@]}" --seed 5 --draft "$SRC/models/demo-draft" > "$T/s5d.txt"
+"$BIN" run --model "$DEMO" "${P[@]}" "${S[@]}" --seed 5 --draft ngram --draft-gate off > "$T/s5n.txt"
+"$BIN" run --model "$DEMO" "${P[@]}" "${S[@]}" --seed 6 > "$T/s6.txt"
+cmp "$T/s5.txt" "$T/s5d.txt" || { echo "FAIL: sampled ids differ with the model drafter"; exit 1; }
+cmp "$T/s5.txt" "$T/s5n.txt" || { echo "FAIL: sampled ids differ with the n-gram drafter"; exit 1; }
+if cmp -s "$T/s5.txt" "$T/s6.txt"; then echo "FAIL: seeds 5 and 6 gave the same ids"; exit 1; fi
+if cmp -s "$T/s5.txt" "$T/off.txt"; then echo "FAIL: sampling gave the greedy ids"; exit 1; fi
 # No drafter beside a model: auto falls back to n-gram.
 "$BIN" make-model --preset tiny --seed 2 --out "$T/tiny" > /dev/null
 "$BIN" run --model "$T/tiny" --prompt-ids 1,2,3,1,2,3,1,2 --max-new 8 --print-ids --draft auto --stats > /dev/null 2> "$T/t.err"

@@ -3,7 +3,8 @@
 # chat and completions (streaming and not), models, 20+ refused requests,
 # 413/405/404, the FIFO queue (twenty clients, one leaving, 429 when full),
 # keep-alive, /metrics, disconnects, API keys, a refused non-loopback bind,
-# conversation state reuse, and SIGTERM shutdown. Loopback only.
+# conversation state reuse, seeded sampling (reproducible, identical with
+# drafting), and SIGTERM shutdown. Loopback only.
 # Usage: bash server_openai_client.sh <deltafin-binary> <source-dir>
 set -euo pipefail
 BIN=$(realpath "$1")
@@ -69,6 +70,16 @@ stop_server
 start_server --queue 1
 client full "http://127.0.0.1:$PORT/v1" deltafin
 stop_server
+
+# Seeded sampling reproduces, and drafting does not change it.
+start_server --memo-entries 0
+plain=$(client sample "http://127.0.0.1:$PORT/v1" deltafin | tee /dev/stderr | tail -n 1)
+stop_server
+start_server --memo-entries 0 --draft ngram --draft-max 4
+drafted=$(client sample "http://127.0.0.1:$PORT/v1" deltafin | tail -n 1)
+stop_server
+[[ "$plain" == "$drafted" ]] || { echo "seeded sampling differs with drafting: $plain vs $drafted"; exit 1; }
+echo "ok - seeded sampling: identical with --draft ngram"
 
 start_server --memo-entries 0
 client reuse "http://127.0.0.1:$PORT/v1" deltafin

@@ -73,7 +73,7 @@ async function mainMode() {
   ok('models list and retrieve');
 
   // Non-streaming chat.
-  const r = await client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 6, temperature: 0.7 });
+  const r = await client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 6 });
   assert.equal(r.object, 'chat.completion');
   assert.equal(r.choices[0].message.role, 'assistant');
   assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
@@ -156,7 +156,8 @@ async function mainMode() {
   await expectError('tools', chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 400,
     { param: 'tools' });
   await expectError('logprobs', chat({ logprobs: true }), 400, { param: 'logprobs' });
-  await expectError('frequency_penalty', chat({ frequency_penalty: 0.5 }), 400, { param: 'frequency_penalty' });
+  await expectError('frequency_penalty out of range', chat({ frequency_penalty: 2.5 }), 400, { param: 'frequency_penalty' });
+  await expectError('top_k not an integer', chat({ top_k: 2.5 }), 400, { param: 'top_k' });
   await expectError('five stop strings', chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), 400, { param: 'stop' });
   await expectError('empty stop string', chat({ stop: ['a', ''] }), 400, { param: 'stop' });
   await expectError('response_format json_object', chat({ response_format: { type: 'json_object' } }), 400,
@@ -193,9 +194,9 @@ async function mainMode() {
 
   // Two concurrent generations: the second waits in the queue and is served
   // after the first (FIFO); health and models keep answering meanwhile.
-  const long = { model, prompt: 'concurrency', max_tokens: 400 };
+  const long = { model, prompt: 'concurrency', max_tokens: 1500 };
   const first = client.completions.create(long).withResponse();
-  await new Promise((res) => setTimeout(res, 50));
+  for (let i = 0; i < 200 && (await metric('deltafin_generation_running')) !== 1; i++) await sleep(5);
   const h = await fetch(new URL('/health', baseURL)); assert.equal(h.status, 200);
   const ml = await client.models.list(); assert.equal(ml.data[0].id, model);
   const second = client.completions.create({ ...long, prompt: 'concurrency 2' }).withResponse();
@@ -203,8 +204,8 @@ async function mainMode() {
   const [a, b] = await Promise.all([first.then((x) => { done.push(1); return x; }),
     second.then((x) => { done.push(2); return x; })]);
   assert.deepEqual(done, [1, 2]);
-  assert.equal(a.data.usage.completion_tokens, 400);
-  assert.equal(b.data.usage.completion_tokens, 400);
+  assert.equal(a.data.usage.completion_tokens, 1500);
+  assert.equal(b.data.usage.completion_tokens, 1500);
   const t1 = Number(a.response.headers.get('x-deltafin-queue-ticket'));
   const t2 = Number(b.response.headers.get('x-deltafin-queue-ticket'));
   assert.ok(t2 === t1 + 1, `tickets ${t1} ${t2}`);
@@ -259,12 +260,13 @@ async function queueMode() {
   // A client that leaves while queued leaves the queue: it is never served and the one behind it is.
   const abandonedBefore = await metric('deltafin_queue_abandoned_total');
   const gensBefore = await metric('deltafin_generations_total');
-  const holder = client.completions.create({ model, prompt: 'holder', max_tokens: 300 });
-  await sleep(100);
+  // (The holder runs long enough, ~1 s on the tiny model, for the leaver to be seen queued.)
+  const holder = client.completions.create({ model, prompt: 'holder', max_tokens: 2000 });
+  for (let i = 0; i < 200 && (await metric('deltafin_generation_running')) !== 1; i++) await sleep(5);
   const ac = new AbortController();
   const leaver = client.completions.create({ model, prompt: 'leaver', max_tokens: 8 }, { signal: ac.signal })
     .catch((e) => e);
-  await sleep(100);
+  for (let i = 0; i < 200 && (await metric('deltafin_queue_length')) !== 1; i++) await sleep(5);
   assert.equal(await metric('deltafin_queue_length'), 1);
   ac.abort();
   await leaver;
@@ -312,11 +314,12 @@ async function queueMode() {
 
 async function fullMode() {
   // --queue 1: one running, one waiting, the third is refused at once.
-  const long = { model, prompt: 'full', max_tokens: 300 };
+  // (Polled, not slept: 300 tokens of the tiny model can take under 200 ms.)
+  const long = { model, prompt: 'full', max_tokens: 2000 };
   const a = client.completions.create(long);
-  await sleep(100);
+  for (let i = 0; i < 200 && (await metric('deltafin_generation_running')) !== 1; i++) await sleep(5);
   const b = client.completions.create({ ...long, prompt: 'full 2', max_tokens: 4 });
-  await sleep(100);
+  for (let i = 0; i < 200 && (await metric('deltafin_queue_length')) !== 1; i++) await sleep(5);
   const t0 = Date.now();
   const e = await expectError('third request with a full queue', () => client.completions.create({ ...long, prompt: 'full 3' }),
     429, { code: 'server_busy', type: 'server_busy' });
@@ -408,7 +411,41 @@ async function shutdownMode() {
   ok(`SIGTERM mid-stream: the stream stopped after ${got} chunks with "${err.message}"`);
 }
 
-const modes = { main: mainMode, reuse: reuseMode, auth: authMode, shutdown: shutdownMode, queue: queueMode, full: fullMode };
+// Seeded sampling (a server without a memo, so every answer is generated):
+// the same seed twice gives the same text, streamed or not; seeds differ from
+// one another. Prints {"chat": [...], "completion": [...]} so that the script
+// can compare a server with drafting against one without.
+async function sampleMode() {
+  const texts = { chat: [], completion: [] };
+  for (const seed of [1, 2, 3, 4]) {
+    const params = { model, messages: chatMsgs, max_tokens: 16, temperature: 1.0, top_p: 0.95, seed,
+      presence_penalty: 0.3 };
+    const a = await client.chat.completions.create(params);
+    const b = await client.chat.completions.create(params);
+    const text = (m) => (m.reasoning_content ?? '') + '|' + (m.content ?? '');
+    assert.equal(text(a.choices[0].message), text(b.choices[0].message), `seed ${seed}: two answers differ`);
+    let streamed = '', reasoning = '';
+    for (const c of await collectChat(params)) {
+      streamed += c.choices[0]?.delta?.content ?? '';
+      reasoning += c.choices[0]?.delta?.reasoning_content ?? '';
+    }
+    assert.equal(reasoning + '|' + streamed, text(a.choices[0].message), `seed ${seed}: streamed answer differs`);
+    texts.chat.push(text(a.choices[0].message));
+    const cp = { model, prompt: 'Once upon a time', max_tokens: 16, temperature: 0.9, top_k: 50, seed };
+    const c1 = await client.completions.create(cp);
+    const c2 = await client.completions.create(cp);
+    assert.equal(c1.choices[0].text, c2.choices[0].text, `completion seed ${seed}: two answers differ`);
+    texts.completion.push(c1.choices[0].text);
+  }
+  assert.ok(new Set(texts.chat).size >= 3, `chat: seeds gave ${new Set(texts.chat).size} distinct texts`);
+  assert.ok(new Set(texts.completion).size >= 3, `completion: seeds gave ${new Set(texts.completion).size} texts`);
+  const greedy = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 16 });
+  assert.ok(!texts.completion.every((t) => t === greedy.choices[0].text), 'sampling gave the greedy text');
+  ok('seeded sampling: each seed reproduces (streamed and not), seeds differ');
+  console.log(JSON.stringify(texts));
+}
+
+const modes = { sample: sampleMode, main: mainMode, reuse: reuseMode, auth: authMode, shutdown: shutdownMode, queue: queueMode, full: fullMode };
 try {
   await modes[mode]();
   console.log(`# ${mode}: ${checks} checks passed`);

@@ -46,16 +46,47 @@ TEST(ServerRequest, AcceptsDefaultsThatChangeNothing) {
   EXPECT_EQ(accepted(Comp, R"({"prompt":"a"})").max_tokens, 100);  // min(256, ceiling)
 }
 
-TEST(ServerRequest, MemoKeyIgnoresTransportAndSamplingOnly) {
+TEST(ServerRequest, MemoKeyIgnoresTransportOnly) {
   const auto a = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5})").memo_key;
-  const auto b = accepted(Chat, R"({ "stream":true, "temperature":0.3, "max_tokens":5,
+  const auto b = accepted(Chat, R"({ "stream":true, "max_tokens":5, "temperature":0, "seed":9,
                                      "messages":[ {"role":"user", "content":"a"} ] })").memo_key;
-  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, b);  // greedy: the seed changes nothing
   EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":6})").memo_key);
   EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"b"}],"max_tokens":5})").memo_key);
   EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,
                                   "reasoning_effort":"low"})").memo_key);
   EXPECT_NE(a, accepted(Comp, R"({"prompt":"a","max_tokens":5})").memo_key);
+  EXPECT_NE(a, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,
+                                  "presence_penalty":0.5})").memo_key);
+  // Seeded sampling: a key per (parameters, seed); unseeded: none (not memoised).
+  const char* seeded = R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,"temperature":0.5,"seed":1})";
+  const auto s1 = accepted(Chat, seeded).memo_key;
+  EXPECT_EQ(s1, accepted(Chat, seeded).memo_key);
+  EXPECT_NE(s1, a);
+  EXPECT_NE(s1, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,"temperature":0.5,
+                                   "seed":2})").memo_key);
+  EXPECT_NE(s1, accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,"temperature":0.5,
+                                   "seed":1,"top_k":4})").memo_key);
+  const GenRequest u = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"temperature":0.5})");
+  EXPECT_TRUE(u.memo_key.empty());
+  EXPECT_FALSE(u.seeded);
+}
+
+TEST(ServerRequest, ReadsEverySamplingParameter) {
+  const GenRequest r = accepted(Comp, R"({"prompt":"a","temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,
+    "presence_penalty":-0.5,"frequency_penalty":1.25,"seed":-3})");
+  EXPECT_EQ(r.sampling.temperature, 0.7);
+  EXPECT_EQ(r.sampling.top_p, 0.9);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_EQ(r.sampling.min_p, 0.05);
+  EXPECT_EQ(r.sampling.presence_penalty, -0.5);
+  EXPECT_EQ(r.sampling.frequency_penalty, 1.25);
+  EXPECT_EQ(r.sampling.seed, uint64_t(int64_t(-3)));
+  EXPECT_TRUE(r.seeded);
+  EXPECT_EQ(accepted(Comp, R"({"prompt":"a","top_k":-1})").sampling.top_k, 0);
+  const GenRequest d = accepted(Comp, R"({"prompt":"a","temperature":null,"top_p":null,"seed":null})");
+  EXPECT_TRUE(d.sampling.greedy());
+  EXPECT_EQ(d.sampling.top_p, 1.0);
 }
 
 TEST(ServerRequest, RefusesWhatItCannotHonour) {
@@ -73,7 +104,12 @@ TEST(ServerRequest, RefusesWhatItCannotHonour) {
       {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":-1})", "max_tokens", 400},
       {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":1.5})", "max_tokens", 400},
       {Chat, R"({"messages":[{"role":"user","content":"a"}],"max_tokens":18446744073709551615})", "max_tokens", 400},
-      {Chat, R"({"messages":[{"role":"user","content":"a"}],"presence_penalty":1})", "presence_penalty", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"presence_penalty":2.5})", "presence_penalty", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"frequency_penalty":-2.1})", "frequency_penalty", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"top_k":-2})", "top_k", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"top_k":1.5})", "top_k", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"min_p":1.5})", "min_p", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"seed":1.5})", "seed", 400},
       {Chat, R"({"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]})",
        "messages[0].content[0].type", 400},
       {Chat, R"({"messages":[{"role":"user","content":[{"type":"text","text":"a","cache":1}]}]})",
