@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "generate/greedy.h"
+#include "generate/logprobs.h"
 #include "server/stop_strings.h"
 #include "tokenizer/chat.h"
 
@@ -57,6 +58,27 @@ std::variant<std::vector<int32_t>, ApiError> Engine::encode(const GenRequest& re
   if (ids->empty()) return bad_request("the prompt encodes to no tokens", param);
   if (int64_t(ids->size()) + req.max_tokens > opt_.max_context) return too_long("", ids->size());
   return std::vector<int32_t>(ids->begin(), ids->end());
+}
+
+Status Engine::add_logprob(std::vector<TokenLogprob>& out, std::span<const float> logits, int32_t tok, int top,
+                           int64_t& offset) const {
+  const Logprobs lp = logprobs_of(logits, tok, top);
+  auto text = [&](int32_t id) -> Result<std::string> {
+    DF_ASSIGN(std::string_view b, tok_.token_bytes(uint32_t(id)));
+    return std::string(b);
+  };
+  TokenLogprob e;
+  DF_ASSIGN(e.text, text(tok));
+  e.logprob = lp.chosen;
+  e.text_offset = offset;
+  offset += int64_t(e.text.size());
+  for (const IdLogprob& a : lp.top) {
+    // An id past the tokenizer's table (the model's vocabulary may be larger) is named by its number.
+    auto t = text(a.id);
+    e.top.push_back({t.ok() ? std::move(t).value() : fmt::format("<|id_{}|>", a.id), a.logprob});
+  }
+  out.push_back(std::move(e));
+  return {};
 }
 
 void Engine::publish() {
@@ -119,18 +141,30 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   Status filter_status;
   StopMatcher stop_strings(req.stop);
   std::vector<Delta> step, shown;
-  auto on_token = [&](int32_t tok, std::span<const float>) {
+  size_t logprobs_sent = 0;
+  int64_t logprob_offset = 0;
+  auto new_logprobs = [&] {
+    const auto fresh = std::span<const TokenLogprob>(out.logprobs).subspan(logprobs_sent);
+    logprobs_sent = out.logprobs.size();
+    return fresh;
+  };
+  auto on_token = [&](int32_t tok, std::span<const float> logits) {
     if (keep && out.tokens.empty()) after_prompt = Boundary{ids, session};  // prompt boundary: a snapshot copy
     out.tokens.push_back(tok);
     step.clear();
     shown.clear();
-    if (std::find(stop.begin(), stop.end(), tok) == stop.end()) {
+    const bool is_stop_id = std::find(stop.begin(), stop.end(), tok) != stop.end();
+    if (!is_stop_id) {
       filter_status = filter.push(uint32_t(tok), step);
       if (!filter_status.ok()) return false;
+      if (req.logprobs) {
+        filter_status = add_logprob(out.logprobs, logits, tok, req.top_logprobs, logprob_offset);
+        if (!filter_status.ok()) return false;
+      }
     }
     const bool hit = stop_strings.push(step, shown);
     out.deltas.insert(out.deltas.end(), shown.begin(), shown.end());
-    if (!sink(shown)) {
+    if (!sink(shown, new_logprobs())) {
       out.cancelled = true;
       return false;
     }
@@ -172,7 +206,7 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
     if (!stop_strings.push(step, shown)) stop_strings.finish(shown);
   }
   out.deltas.insert(out.deltas.end(), shown.begin(), shown.end());
-  if (!shown.empty() && !sink(shown)) {
+  if (!shown.empty() && !sink(shown, new_logprobs())) {
     out.cancelled = true;
     return out;
   }

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -33,8 +35,22 @@ struct EngineOptions {
   DraftPolicyOptions draft;  // used when a drafter is set (set_drafter)
 };
 
+// One generated token's log probability (request `logprobs`), from the
+// target's fp32 logits (generate/logprobs.h). Stop tokens get none.
+struct TokenAlternative {
+  std::string text;  // the token's bytes, specials spelled (may be part of a UTF-8 character)
+  double logprob = 0;
+};
+struct TokenLogprob {
+  std::string text;
+  double logprob = 0;
+  std::vector<TokenAlternative> top;  // the request's top_logprobs likeliest, descending
+  int64_t text_offset = 0;            // bytes of the entries before it (completions' text_offset)
+};
+
 struct GenerationOutcome {
   std::vector<Delta> deltas;
+  std::vector<TokenLogprob> logprobs;  // when the request asked for them: one per generated non-stop token
   std::vector<int32_t> tokens;  // every generated id, the stop token included
   std::string finish_reason;    // "stop" | "length"
   int64_t prompt_tokens = 0, completion_tokens = 0;
@@ -50,7 +66,9 @@ struct GenerationOutcome {
 // Called once prefill is planned (before any model work) with its token counts.
 using StartCallback = std::function<void(int64_t prefill_tokens, int64_t cached_tokens)>;
 // Receives each step's new deltas (possibly none); false cancels generation.
-using DeltaSink = std::function<bool(const std::vector<Delta>& deltas)>;
+// `logprobs`: the entries of the tokens decided since the last call (empty
+// unless the request asked for them).
+using DeltaSink = std::function<bool(const std::vector<Delta>& deltas, std::span<const TokenLogprob> logprobs)>;
 
 class Engine {
  public:
@@ -91,6 +109,10 @@ class Engine {
     std::vector<int32_t> tape;
     Session session;  // commits tape[0, session.length)
   };
+  // Appends the entry of `tok` (its bytes, log p, the `top` likeliest) to `out`.
+  Status add_logprob(std::vector<TokenLogprob>& out, std::span<const float> logits, int32_t tok, int top,
+                     int64_t& offset) const;
+
   std::unique_ptr<Model> model_;
   std::unique_ptr<Drafter> drafter_;
   tokenizer::Tokenizer tok_;

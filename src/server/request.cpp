@@ -221,6 +221,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   r.kind = kind;
   r.max_tokens = chat ? limits.max_tokens : std::min(limits.completion_default_max_tokens, limits.max_tokens);
   bool seen_max = false;
+  std::optional<int> top_logprobs;  // chat: only with logprobs true
   std::optional<std::optional<std::string>> kwargs_effort;  // chat_template_kwargs.thinking_effort, when given
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string& k = it.key();
@@ -300,17 +301,24 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
       else r.prompt = std::move(it.value().get_ref<std::string&>());  // no copy of a large prompt
     } else if (!chat && k == "echo") {
       if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");
-    } else if (!chat && k == "logprobs") {
-      if (!v.is_null()) e = unsupported(k, "log probabilities are not supported");
+    } else if (!chat && k == "logprobs") {  // the legacy form: the number of alternatives, 0..5
+      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
+      else if (v.is_number_integer() && (v.get<int64_t>() < 0 || v.get<int64_t>() > 5))
+        e = bad_request("'logprobs' must be between 0 and 5", k, "invalid_value");
+      else if (v.is_number_integer()) r.logprobs = true, r.top_logprobs = int(v.get<int64_t>());
     } else if (!chat && k == "suffix") {
       if (!v.is_null() && v != "") e = unsupported(k, "suffixes are not supported");
     } else if (chat && k == "messages") {
       e = check_messages(v);
       if (!e) r.messages = std::move(it.value());
     } else if (chat && k == "logprobs") {
-      if (!v.is_null() && v != false) e = unsupported(k, "log probabilities are not supported");
+      if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean or null", v);
+      else if (v.is_boolean()) r.logprobs = v.get<bool>();
     } else if (chat && k == "top_logprobs") {
-      if (!v.is_null()) e = unsupported(k, "log probabilities are not supported");
+      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
+      else if (v.is_number_integer() && (v.get<int64_t>() < 0 || v.get<int64_t>() > 20))
+        e = bad_request("'top_logprobs' must be between 0 and 20", k, "invalid_value");
+      else if (v.is_number_integer()) top_logprobs = int(v.get<int64_t>());
     } else if (chat && k == "response_format") {
       if (!v.is_null() && v != ojson{{"type", "text"}})
         e = unsupported(k, "only {\"type\": \"text\"} is supported");
@@ -356,6 +364,11 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
                          "chat_template_kwargs", "invalid_value");
     r.thinking_effort = *kwargs_effort;
   }
+  if (top_logprobs) {
+    if (!r.logprobs)
+      return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+    r.top_logprobs = *top_logprobs;
+  }
   // OpenAI refuses stream_options without stream; so do we, whatever its value.
   if (root.contains("stream_options") && !root["stream_options"].is_null() && !r.stream)
     return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
@@ -370,6 +383,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
     r.sampling.seed = (uint64_t(rd()) << 32) | rd();
     return r;
   }
+  if (r.logprobs) return r;  // not memoised: the memo keeps text, not log probabilities
 
   ojson key;
   key["kind"] = chat ? "chat" : "completion";

@@ -50,6 +50,11 @@ struct GenRequest {
   // false): its answer is not memoised.
   SamplingParams sampling;
   bool seeded = false;
+  // Log probabilities of every generated token (chat: logprobs true; completions:
+  // logprobs N), with the top_logprobs (chat, 0..20) or N (completions, 0..5)
+  // likeliest alternatives. Such requests are not memoised.
+  bool logprobs = false;
+  int top_logprobs = 0;
   bool stream = false;
   bool include_usage = false;
   // Everything that decides the output, canonically encoded and hashed (the memo key).

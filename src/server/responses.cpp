@@ -1,6 +1,7 @@
 #include "server/responses.h"
 
 #include "server/api_error.h"
+#include "tokenizer/utf8.h"
 
 namespace deltafin::server {
 
@@ -21,24 +22,60 @@ ojson chunk_base(const ResponseMeta& m) {
 
 std::string frame(const ojson& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-ojson choice(const ResponseMeta& m, ojson delta_or_text, const ojson& finish) {
+ojson choice(const ResponseMeta& m, ojson delta_or_text, const ojson& finish, const std::span<const TokenLogprob>* lp) {
   ojson c;
   c["index"] = 0;
   if (is_chat(m)) c["delta"] = std::move(delta_or_text);
   else c["text"] = std::move(delta_or_text);
-  c["logprobs"] = nullptr;
+  c["logprobs"] = logprobs_json(m, lp);
   c["finish_reason"] = finish;
   return c;
 }
 
-std::string chunk(const ResponseMeta& m, ojson delta_or_text, const ojson& finish, bool include_usage) {
+std::string chunk(const ResponseMeta& m, ojson delta_or_text, const ojson& finish, bool include_usage,
+                  const std::span<const TokenLogprob>* lp = nullptr) {
   ojson j = chunk_base(m);
-  j["choices"] = ojson::array({choice(m, std::move(delta_or_text), finish)});
+  j["choices"] = ojson::array({choice(m, std::move(delta_or_text), finish, lp)});
   if (include_usage) j["usage"] = nullptr;
   return frame(j);
 }
 
+ojson bytes_of(const std::string& s) {
+  ojson b = ojson::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
 }  // namespace
+
+ojson logprobs_json(const ResponseMeta& m, const std::span<const TokenLogprob>* lp) {
+  if (!lp) return nullptr;
+  if (is_chat(m)) {
+    ojson content = ojson::array();
+    for (const TokenLogprob& e : *lp) {
+      ojson top = ojson::array();
+      for (const TokenAlternative& a : e.top)
+        top.push_back(ojson{{"token", a.text}, {"logprob", a.logprob}, {"bytes", bytes_of(a.text)}});
+      content.push_back(
+          ojson{{"token", e.text}, {"logprob", e.logprob}, {"bytes", bytes_of(e.text)}, {"top_logprobs", top}});
+    }
+    return ojson{{"content", content}, {"refusal", nullptr}};
+  }
+  ojson tokens = ojson::array(), values = ojson::array(), tops = ojson::array(), offsets = ojson::array();
+  for (const TokenLogprob& e : *lp) {
+    tokens.push_back(e.text);
+    values.push_back(e.logprob);
+    ojson top = ojson::object();
+    for (const TokenAlternative& a : e.top) {
+      // Keys as the client will read them (invalid UTF-8 replaced): two ids with one spelling keep the likelier.
+      const std::string key = tokenizer::to_valid_utf8(a.text);
+      if (!top.contains(key)) top[key] = a.logprob;
+    }
+    tops.push_back(top);
+    offsets.push_back(e.text_offset);
+  }
+  return ojson{{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
 
 ojson Usage::to_json() const {
   ojson u;
@@ -50,7 +87,7 @@ ojson Usage::to_json() const {
 }
 
 ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, const std::string& finish_reason,
-                    const Usage& usage) {
+                    const Usage& usage, const std::span<const TokenLogprob>* lp) {
   std::string text, reasoning, content;
   for (const Delta& d : deltas) {
     if (d.channel == Channel::Text) text += d.text;
@@ -69,7 +106,7 @@ ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, con
   } else {
     c["text"] = text;
   }
-  c["logprobs"] = nullptr;
+  c["logprobs"] = logprobs_json(m, lp);
   c["finish_reason"] = finish_reason;
   j["choices"] = ojson::array({c});
   j["usage"] = usage.to_json();
@@ -81,14 +118,16 @@ std::string sse_opening(const ResponseMeta& m, bool include_usage) {
   return chunk(m, ojson{{"role", "assistant"}, {"content", ""}}, nullptr, include_usage);
 }
 
-std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage) {
-  if (!is_chat(m)) return chunk(m, d.text, nullptr, include_usage);
+std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage,
+                      const std::span<const TokenLogprob>* lp) {
+  if (!is_chat(m)) return chunk(m, d.text, nullptr, include_usage, lp);
   const char* key = d.channel == Channel::Reasoning ? "reasoning_content" : "content";
-  return chunk(m, ojson{{key, d.text}}, nullptr, include_usage);
+  return chunk(m, ojson{{key, d.text}}, nullptr, include_usage, lp);
 }
 
-std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage) {
-  return chunk(m, is_chat(m) ? ojson::object() : ojson(""), finish_reason, include_usage);
+std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage,
+                       const std::span<const TokenLogprob>* lp) {
+  return chunk(m, is_chat(m) ? ojson::object() : ojson(""), finish_reason, include_usage, lp);
 }
 
 std::string sse_usage(const ResponseMeta& m, const Usage& usage) {

@@ -2,11 +2,13 @@
 // generation and a memo replay produce the same bytes.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "server/engine.h"
 #include "server/output_filter.h"
 #include "server/request.h"
 
@@ -23,14 +25,24 @@ struct Usage {
   nlohmann::ordered_json to_json() const;
 };
 
+// A choice's "logprobs": chat {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null};
+// completions {"tokens", "token_logprobs", "top_logprobs" ({text: logprob} each), "text_offset"}.
+// Null when the request did not ask for them (`lp` null).
+nlohmann::ordered_json logprobs_json(const ResponseMeta& m, const std::span<const TokenLogprob>* lp);
+
 // Non-streaming body: all deltas joined per channel.
 nlohmann::ordered_json full_response(const ResponseMeta& m, const std::vector<Delta>& deltas,
-                                     const std::string& finish_reason, const Usage& usage);
+                                     const std::string& finish_reason, const Usage& usage,
+                                     const std::span<const TokenLogprob>* lp = nullptr);
 
 // SSE frames ("data: ...\n\n"). Chat opens with a role chunk; completions do not.
+// A delta or the finish chunk carries the log probabilities of the tokens
+// decided since the previous chunk that carried some (`lp` null: none asked).
 std::string sse_opening(const ResponseMeta& m, bool include_usage);
-std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage);
-std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage);
+std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage,
+                      const std::span<const TokenLogprob>* lp = nullptr);
+std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage,
+                       const std::span<const TokenLogprob>* lp = nullptr);
 std::string sse_usage(const ResponseMeta& m, const Usage& usage);
 std::string sse_error(const std::string& message, const std::string& type, const std::string& code);
 inline const char* sse_done() { return "data: [DONE]\n\n"; }

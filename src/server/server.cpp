@@ -385,11 +385,18 @@ void Server::run_job(GenerationJob& job) {
     ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(prefill, cached));
     streaming = ex.write(sse_opening(meta, r.include_usage));
   };
-  auto sink = [&](const std::vector<Delta>& step) {
+  // Streamed log probabilities ride on the next chunk (a token may show no text yet).
+  std::vector<TokenLogprob> pending_lp;
+  auto sink = [&](const std::vector<Delta>& step, std::span<const TokenLogprob> lp) {
     if (ex.gone() || job.cancel.load()) return false;
     if (!r.stream) return true;
+    pending_lp.insert(pending_lp.end(), lp.begin(), lp.end());
     std::string out;
-    for (const Delta& d : step) out += sse_delta(meta, d, r.include_usage);
+    for (const Delta& d : step) {
+      const std::span<const TokenLogprob> carried(pending_lp);
+      out += sse_delta(meta, d, r.include_usage, r.logprobs ? &carried : nullptr);
+      pending_lp.clear();
+    }
     return ex.write(std::move(out));
   };
   auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel);
@@ -433,7 +440,8 @@ void Server::run_job(GenerationJob& job) {
     memo_.insert(r.memo_key, MemoEntry{o.deltas, o.finish_reason, o.prompt_tokens, o.completion_tokens});
   const Usage usage{o.prompt_tokens, o.completion_tokens, o.cached_tokens};
   if (r.stream) {
-    std::string out = sse_finish(meta, o.finish_reason, r.include_usage);
+    const std::span<const TokenLogprob> rest(pending_lp);
+    std::string out = sse_finish(meta, o.finish_reason, r.include_usage, r.logprobs ? &rest : nullptr);
     if (r.include_usage) out += sse_usage(meta, usage);
     out += sse_done();
     ex.write(std::move(out));
@@ -443,7 +451,9 @@ void Server::run_job(GenerationJob& job) {
                     {"x-deltafin-cached-tokens", std::to_string(o.cached_tokens)},
                     {"x-deltafin-memo", "miss"}};
     h.insert(h.end(), queue_headers.begin(), queue_headers.end());
-    ex.respond(HttpResponse{200, "application/json", dump_json(full_response(meta, o.deltas, o.finish_reason, usage)),
+    const std::span<const TokenLogprob> all(o.logprobs);
+    ex.respond(HttpResponse{200, "application/json",
+                            dump_json(full_response(meta, o.deltas, o.finish_reason, usage, r.logprobs ? &all : nullptr)),
                             std::move(h)});
   }
 }

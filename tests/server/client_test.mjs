@@ -136,6 +136,33 @@ async function mainMode() {
   assert.equal(streamFinish, 'stop');
   ok(`stop strings (non-streaming and streaming): cut before ${JSON.stringify(stopStr)}`);
 
+  // Log probabilities (greedy, so the emitted token is the likeliest); a stream carries the same entries.
+  const lpParams = { model, messages: chatMsgs, max_tokens: 6, logprobs: true, top_logprobs: 3 };
+  const lr = await client.chat.completions.create(lpParams);
+  const entries = lr.choices[0].logprobs.content;
+  assert.ok(entries.length <= lr.usage.completion_tokens, `${entries.length} entries`);
+  for (const e of entries) {
+    assert.equal(e.top_logprobs.length, 3);
+    assert.equal(e.top_logprobs[0].token, e.token);
+    assert.equal(e.top_logprobs[0].logprob, e.logprob);
+    assert.ok(e.logprob <= 0 && e.top_logprobs[1].logprob <= e.logprob);
+    assert.ok(Array.isArray(e.bytes) && e.bytes.length >= 1);
+  }
+  const streamedLp = [];
+  for (const c of await collectChat(lpParams)) streamedLp.push(...(c.choices[0]?.logprobs?.content ?? []));
+  assert.deepEqual(streamedLp, entries);
+  const cl = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 5, logprobs: 2 });
+  const L = cl.choices[0].logprobs;
+  assert.equal(L.tokens.length, cl.usage.completion_tokens);
+  assert.equal(L.token_logprobs.length, L.tokens.length);
+  assert.equal(L.top_logprobs.length, L.tokens.length);
+  for (let i = 0; i < L.tokens.length; i++) {
+    assert.ok(Object.keys(L.top_logprobs[i]).length >= 1 && Object.keys(L.top_logprobs[i]).length <= 2);
+    assert.equal(Math.max(...Object.values(L.top_logprobs[i])), L.token_logprobs[i]);
+    if (i) assert.ok(L.text_offset[i] > L.text_offset[i - 1]);
+  }
+  ok(`logprobs: chat (${entries.length} entries, top 3, streamed the same) and completions (logprobs 2)`);
+
   // Invalid requests: each refused with OpenAI's error shape, naming the field.
   const chat = (extra) => () => client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 4, ...extra });
   const comp = (extra) => () => client.completions.create({ model, prompt: 'hi', max_tokens: 4, ...extra });
@@ -155,7 +182,7 @@ async function mainMode() {
     { param: 'stream_options' });
   await expectError('tools', chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 400,
     { param: 'tools' });
-  await expectError('logprobs', chat({ logprobs: true }), 400, { param: 'logprobs' });
+  await expectError('top_logprobs without logprobs', chat({ top_logprobs: 2 }), 400, { param: 'top_logprobs' });
   await expectError('frequency_penalty out of range', chat({ frequency_penalty: 2.5 }), 400, { param: 'frequency_penalty' });
   await expectError('top_k not an integer', chat({ top_k: 2.5 }), 400, { param: 'top_k' });
   await expectError('five stop strings', chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), 400, { param: 'stop' });

@@ -41,7 +41,8 @@ GenerationOutcome generate(Engine& e, const GenRequest& r) {
   auto v = e.encode(r);
   EXPECT_TRUE(std::holds_alternative<std::vector<int32_t>>(v));
   if (!std::holds_alternative<std::vector<int32_t>>(v)) return {};
-  auto o = e.generate(r, std::get<std::vector<int32_t>>(v), {}, [](const std::vector<Delta>&) { return true; });
+  auto o = e.generate(r, std::get<std::vector<int32_t>>(v), {},
+                      [](const std::vector<Delta>&, std::span<const TokenLogprob>) { return true; });
   EXPECT_TRUE(o.ok()) << o.message();
   return o.ok() ? std::move(o).value() : GenerationOutcome{};
 }

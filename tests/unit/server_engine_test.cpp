@@ -41,7 +41,7 @@ struct Gen {
 Gen run(Engine& e, const GenRequest& r, const std::vector<int32_t>& ids) {
   Gen res;
   auto o = e.generate(r, ids, [&](int64_t p, int64_t) { res.started_prefill = p; },
-                      [](const std::vector<Delta>&) { return true; });
+                      [](const std::vector<Delta>&, std::span<const TokenLogprob>) { return true; });
   EXPECT_TRUE(o.ok()) << o.message();
   res.out = std::move(o).value();
   return res;
@@ -154,7 +154,8 @@ TEST(ServerEngine, CancelStopsAtOnceAndKeepsNothing) {
   GenRequest r = chat_request({{{"role", "user"}, {"content", "x"}}}, 50);
   const auto ids = ids_of(*e, r);
   int calls = 0;
-  auto o = e->generate(r, ids, nullptr, [&](const std::vector<Delta>&) { return ++calls < 3; });
+  auto o = e->generate(r, ids, nullptr,
+                       [&](const std::vector<Delta>&, std::span<const TokenLogprob>) { return ++calls < 3; });
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->cancelled);
   EXPECT_EQ(calls, 3);

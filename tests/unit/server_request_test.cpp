@@ -72,6 +72,19 @@ TEST(ServerRequest, MemoKeyIgnoresTransportOnly) {
   EXPECT_FALSE(u.seeded);
 }
 
+TEST(ServerRequest, ReadsLogprobsInBothForms) {
+  const GenRequest c = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,
+    "top_logprobs":5})");
+  EXPECT_TRUE(c.logprobs);
+  EXPECT_EQ(c.top_logprobs, 5);
+  EXPECT_TRUE(c.memo_key.empty());  // not memoised
+  const GenRequest p = accepted(Comp, R"({"prompt":"a","logprobs":2})");
+  EXPECT_TRUE(p.logprobs);
+  EXPECT_EQ(p.top_logprobs, 2);
+  EXPECT_FALSE(accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"logprobs":false})").logprobs);
+  EXPECT_FALSE(accepted(Comp, R"({"prompt":"a","logprobs":null})").logprobs);
+}
+
 TEST(ServerRequest, ReadsEverySamplingParameter) {
   const GenRequest r = accepted(Comp, R"({"prompt":"a","temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,
     "presence_penalty":-0.5,"frequency_penalty":1.25,"seed":-3})");
@@ -127,7 +140,11 @@ TEST(ServerRequest, RefusesWhatItCannotHonour) {
       {Chat, R"({"max_tokens":3})", "messages", 400},
       {Comp, R"({"prompt":["a"]})", "prompt", 400},
       {Comp, R"({"prompt":"a","messages":[]})", "messages", 400},
-      {Comp, R"({"prompt":"a","logprobs":0})", "logprobs", 400},
+      {Comp, R"({"prompt":"a","logprobs":6})", "logprobs", 400},
+      {Comp, R"({"prompt":"a","logprobs":true})", "logprobs", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"logprobs":1})", "logprobs", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"top_logprobs":2})", "top_logprobs", 400},
+      {Chat, R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":21})", "top_logprobs", 400},
       {Comp, R"({})", "prompt", 400},
   };
   for (const Case& c : cases) {

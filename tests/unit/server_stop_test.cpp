@@ -128,7 +128,7 @@ GenerationOutcome complete(Engine& e, const std::string& prompt, std::vector<std
   r.max_tokens = max_tokens;
   r.stop = std::move(stop);
   auto ids = std::get<std::vector<int32_t>>(e.encode(r));
-  auto o = e.generate(r, ids, {}, [&](const std::vector<Delta>& d) {
+  auto o = e.generate(r, ids, {}, [&](const std::vector<Delta>& d, std::span<const TokenLogprob>) {
     if (streamed) streamed->insert(streamed->end(), d.begin(), d.end());
     return true;
   });
