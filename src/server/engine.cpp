@@ -93,7 +93,7 @@ void Engine::discard() {
 
 Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vector<int32_t>& ids,
                                            const StartCallback& on_start, const DeltaSink& sink,
-                                           const std::atomic<bool>* cancel) {
+                                           const std::atomic<bool>* cancel, int choice) {
   const bool chat = req.kind == RequestKind::Chat;
   std::vector<Boundary> slot = std::move(slot_);
   slot_.clear();
@@ -134,7 +134,9 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   g.prefill_chunk = opt_.prefill_chunk;
   g.stop_ids = stop;
   g.cancel = cancel;
-  TokenPicker picker(req.sampling);  // greedy unless the request samples
+  SamplingParams sp = req.sampling;  // greedy unless the request samples
+  sp.seed += uint64_t(choice);
+  TokenPicker picker(sp);
   g.picker = &picker;
   const bool keep = chat && opt_.state_reuse;
   std::optional<Boundary> after_prompt;

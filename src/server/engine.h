@@ -84,9 +84,10 @@ class Engine {
 
   // `cancel` (optional), set from another thread, stops the generation before
   // the next layer of the block in flight, prefill included (cancelled = true).
+  // `choice` (n > 1): sampling uses seed + choice.
   Result<GenerationOutcome> generate(const GenRequest& req, const std::vector<int32_t>& ids,
                                      const StartCallback& on_start, const DeltaSink& sink,
-                                     const std::atomic<bool>* cancel = nullptr);
+                                     const std::atomic<bool>* cancel = nullptr, int choice = 0);
   // Drafting for every request (null: off). Drafts never change a token
   // (docs/DRAFTING.md); the policy switches itself off per request when it
   // does not pay.

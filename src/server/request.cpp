@@ -13,6 +13,8 @@ namespace deltafin::server {
 
 namespace {
 
+constexpr int64_t kMaxChoices = 16;  // `n`
+
 using ojson = nlohmann::ordered_json;
 
 constexpr int kMaxJsonDepth = 64;  // deeper bodies are refused before a tree is built
@@ -259,7 +261,12 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
           else r.include_usage = o.value().get<bool>();
         }
       }
-    } else if (k == "n" || (!chat && k == "best_of")) {
+    } else if (k == "n") {
+      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
+      else if (v.is_number_integer() && (v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxChoices))
+        e = bad_request(fmt::format("'n' must be between 1 and {}", kMaxChoices), k, "invalid_value");
+      else if (v.is_number_integer()) r.n = int(v.get<int64_t>());
+    } else if (!chat && k == "best_of") {
       if (!v.is_null() && !(v.is_number_integer() && v.get<int64_t>() == 1))
         e = unsupported(k, "only 1 is supported");
     } else if (k == "temperature") {
@@ -384,6 +391,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
     return r;
   }
   if (r.logprobs) return r;  // not memoised: the memo keeps text, not log probabilities
+  if (r.n > 1) return r;      // nor several choices
 
   ojson key;
   key["kind"] = chat ? "chat" : "completion";

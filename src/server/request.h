@@ -44,6 +44,7 @@ struct GenRequest {
   bool thinking = true;
   std::optional<std::string> thinking_effort = std::string("max");
   int max_tokens = 0;
+  int n = 1;  // choices, generated one after another (1..16; not memoised above 1)
   std::vector<std::string> stop;  // stop strings (at most 4, none empty): docs/SERVER.md
   // temperature, top_p, top_k, min_p, penalties, seed (generate/sampler.h).
   // A sampled request without a seed gets one drawn at random (`seeded`

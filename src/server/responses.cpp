@@ -24,7 +24,7 @@ std::string frame(const ojson& j) { return "data: " + dump_json(j) + "\n\n"; }
 
 ojson choice(const ResponseMeta& m, ojson delta_or_text, const ojson& finish, const std::span<const TokenLogprob>* lp) {
   ojson c;
-  c["index"] = 0;
+  c["index"] = m.choice;
   if (is_chat(m)) c["delta"] = std::move(delta_or_text);
   else c["text"] = std::move(delta_or_text);
   c["logprobs"] = logprobs_json(m, lp);
@@ -100,7 +100,7 @@ ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, con
   j["created"] = m.created;
   j["model"] = m.model;
   ojson c;
-  c["index"] = 0;
+  c["index"] = m.choice;
   if (is_chat(m)) {
     c["message"] = {{"role", "assistant"}, {"content", content}, {"reasoning_content", reasoning}};
   } else {

@@ -18,6 +18,7 @@ struct ResponseMeta {
   RequestKind kind = RequestKind::Chat;
   std::string id, model;
   int64_t created = 0;
+  int choice = 0;  // the choice's index (n > 1)
 };
 
 struct Usage {

@@ -361,7 +361,6 @@ void Server::run_job(GenerationJob& job) {
     return;
   }
   const GenRequest& r = job.request;
-  const ResponseMeta& meta = job.meta;
   const bool chat = r.kind == RequestKind::Chat;
   const double waited = seconds_since(job.enqueued);
   metrics_.add_queue_wait(waited);
@@ -378,84 +377,109 @@ void Server::run_job(GenerationJob& job) {
     h.insert(h.end(), queue_headers.begin(), queue_headers.end());
     return h;
   };
-
-  bool streaming = false;
-  auto on_start = [&](int64_t prefill, int64_t cached) {
-    if (!r.stream) return;
-    ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(prefill, cached));
-    streaming = ex.write(sse_opening(meta, r.include_usage));
-  };
-  // Streamed log probabilities ride on the next chunk (a token may show no text yet).
-  std::vector<TokenLogprob> pending_lp;
-  auto sink = [&](const std::vector<Delta>& step, std::span<const TokenLogprob> lp) {
-    if (ex.gone() || job.cancel.load()) return false;
-    if (!r.stream) return true;
-    pending_lp.insert(pending_lp.end(), lp.begin(), lp.end());
-    std::string out;
-    for (const Delta& d : step) {
-      const std::span<const TokenLogprob> carried(pending_lp);
-      out += sse_delta(meta, d, r.include_usage, r.logprobs ? &carried : nullptr);
-      pending_lp.clear();
-    }
-    return ex.write(std::move(out));
-  };
-  auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel);
   const std::string& id = ex.request().id;
 
-  if (!result.ok() || result->cancelled) {
-    engine_.discard();
-    if (result.ok()) metrics_.cancelled.fetch_add(1);
-    if (ex.gone()) return;  // the client left: nobody to answer
-    ApiError e;
-    if (result.ok()) {
-      e = shutting_down();
-    } else {
-      // The full message may name server files: it goes to the log, the client gets the request id.
-      log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", id, result.message()));
-      e = make_error(500, fmt::format("generation failed (request id {}); the server log has the details", id),
-                     "server_error", "server_error");
+  // n > 1: the choices run one after another, choice i with seed + i
+  // (choice 0 is the n = 1 answer); a stream interleaves nothing, it sends
+  // choice 0's chunks, then choice 1's, each with its index.
+  bool streaming = false;
+  std::vector<GenerationOutcome> outcomes;
+  for (int c = 0; c < r.n; ++c) {
+    ResponseMeta meta = job.meta;
+    meta.choice = c;
+    auto on_start = [&](int64_t prefill, int64_t cached) {
+      if (!r.stream || c > 0) return;
+      ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(prefill, cached));
+      streaming = ex.write(sse_opening(meta, r.include_usage));
+    };
+    // Streamed log probabilities ride on the next chunk (a token may show no text yet).
+    std::vector<TokenLogprob> pending_lp;
+    auto sink = [&](const std::vector<Delta>& step, std::span<const TokenLogprob> lp) {
+      if (ex.gone() || job.cancel.load()) return false;
+      if (!r.stream) return true;
+      pending_lp.insert(pending_lp.end(), lp.begin(), lp.end());
+      std::string out;
+      for (const Delta& d : step) {
+        const std::span<const TokenLogprob> carried(pending_lp);
+        out += sse_delta(meta, d, r.include_usage, r.logprobs ? &carried : nullptr);
+        pending_lp.clear();
+      }
+      return ex.write(std::move(out));
+    };
+    if (c > 0 && streaming) ex.write(sse_opening(meta, r.include_usage));  // each chat choice opens with its role
+    auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel, c);
+
+    if (!result.ok() || result->cancelled) {
+      engine_.discard();
+      if (result.ok()) metrics_.cancelled.fetch_add(1);
+      if (ex.gone()) return;  // the client left: nobody to answer
+      ApiError e;
+      if (result.ok()) {
+        e = shutting_down();
+      } else {
+        // The full message may name server files: it goes to the log, the client gets the request id.
+        log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", id, result.message()));
+        e = make_error(500, fmt::format("generation failed (request id {}); the server log has the details", id),
+                       "server_error", "server_error");
+      }
+      if (r.stream) {
+        if (!streaming) ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(0, 0));
+        ex.write(sse_error(e.message, e.type, e.code.value_or("server_error")) + sse_done());
+        ex.end_stream();
+      } else {
+        ex.respond(error_response(e));
+      }
+      return;
     }
+    const GenerationOutcome& o = *result;
+    metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens,
+                            o.prefill_seconds, o.decode_seconds);
+    metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
+    metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
+    // The generation is complete: keep its state and memo entry whether or not
+    // the last bytes reach the client (both only ever reproduce exact output).
+    if (chat) engine_.publish();
+    else engine_.discard();
     if (r.stream) {
-      if (!streaming) ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(0, 0));
-      ex.write(sse_error(e.message, e.type, e.code.value_or("server_error")) + sse_done());
-      ex.end_stream();
-    } else {
-      ex.respond(error_response(e));
+      const std::span<const TokenLogprob> rest(pending_lp);
+      ex.write(sse_finish(meta, o.finish_reason, r.include_usage, r.logprobs ? &rest : nullptr));
     }
-    return;
+    outcomes.push_back(std::move(result).value());
   }
-  const GenerationOutcome& o = *result;
-  metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
-                          o.decode_seconds);
-  metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
-  metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
-  ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} decode_passes={} queue_ms={:.0f}",
-                                o.prompt_tokens, o.prefill_tokens, o.completion_tokens, o.target_passes,
-                                waited * 1e3));
-  // The generation is complete: keep its state and memo entry whether or not
-  // the last bytes reach the client (both only ever reproduce exact output).
-  if (chat) engine_.publish();
-  else engine_.discard();
+
+  const GenerationOutcome& first = outcomes.front();
+  int64_t completion_tokens = 0, passes = 0;
+  for (const auto& o : outcomes) completion_tokens += o.completion_tokens, passes += o.target_passes;
+  ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} decode_passes={} "
+                                "queue_ms={:.0f}{}",
+                                first.prompt_tokens, first.prefill_tokens, completion_tokens, passes, waited * 1e3,
+                                r.n > 1 ? fmt::format(" choices={}", r.n) : ""));
   if (!r.memo_key.empty())
-    memo_.insert(r.memo_key, MemoEntry{o.deltas, o.finish_reason, o.prompt_tokens, o.completion_tokens});
-  const Usage usage{o.prompt_tokens, o.completion_tokens, o.cached_tokens};
+    memo_.insert(r.memo_key, MemoEntry{first.deltas, first.finish_reason, first.prompt_tokens, first.completion_tokens});
+  // The prompt is counted once, as OpenAI does; completion tokens are summed over the choices.
+  const Usage usage{first.prompt_tokens, completion_tokens, first.cached_tokens};
   if (r.stream) {
-    const std::span<const TokenLogprob> rest(pending_lp);
-    std::string out = sse_finish(meta, o.finish_reason, r.include_usage, r.logprobs ? &rest : nullptr);
-    if (r.include_usage) out += sse_usage(meta, usage);
+    std::string out = r.include_usage ? sse_usage(job.meta, usage) : "";
     out += sse_done();
     ex.write(std::move(out));
     ex.end_stream();
-  } else {
-    HeaderList h = {{"x-deltafin-prefill-tokens", std::to_string(o.prefill_tokens)},
-                    {"x-deltafin-cached-tokens", std::to_string(o.cached_tokens)},
-                    {"x-deltafin-memo", "miss"}};
-    h.insert(h.end(), queue_headers.begin(), queue_headers.end());
-    const std::span<const TokenLogprob> all(o.logprobs);
-    ex.respond(HttpResponse{200, "application/json",
-                            dump_json(full_response(meta, o.deltas, o.finish_reason, usage, r.logprobs ? &all : nullptr)),
-                            std::move(h)});
+    return;
   }
+  HeaderList h = {{"x-deltafin-prefill-tokens", std::to_string(first.prefill_tokens)},
+                  {"x-deltafin-cached-tokens", std::to_string(first.cached_tokens)},
+                  {"x-deltafin-memo", "miss"}};
+  h.insert(h.end(), queue_headers.begin(), queue_headers.end());
+  nlohmann::ordered_json body;
+  for (int c = 0; c < r.n; ++c) {
+    ResponseMeta meta = job.meta;
+    meta.choice = c;
+    const GenerationOutcome& o = outcomes[size_t(c)];
+    const std::span<const TokenLogprob> all(o.logprobs);
+    auto one = full_response(meta, o.deltas, o.finish_reason, usage, r.logprobs ? &all : nullptr);
+    if (c == 0) body = std::move(one);
+    else body["choices"].push_back(std::move(one["choices"][0]));
+  }
+  ex.respond(HttpResponse{200, "application/json", dump_json(body), std::move(h)});
 }
 
 }  // namespace deltafin::server

@@ -169,7 +169,7 @@ async function mainMode() {
   await expectError('unknown field', chat({ foo: 1 }), 400, { param: 'foo', code: 'unknown_parameter' });
   await expectError('temperature out of range', chat({ temperature: 3 }), 400, { param: 'temperature' });
   await expectError('top_p out of range', chat({ top_p: 1.5 }), 400, { param: 'top_p' });
-  await expectError('n = 2', chat({ n: 2 }), 400, { param: 'n' });
+  await expectError('n = 17', chat({ n: 17 }), 400, { param: 'n' });
   await expectError('empty messages', chat({ messages: [] }), 400, { param: 'messages' });
   await expectError('image content part', chat({ messages: [{ role: 'user', content: [
     { type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] }),
@@ -469,6 +469,33 @@ async function sampleMode() {
   const greedy = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 16 });
   assert.ok(!texts.completion.every((t) => t === greedy.choices[0].text), 'sampling gave the greedy text');
   ok('seeded sampling: each seed reproduces (streamed and not), seeds differ');
+
+  // n = 3: the choices run one after another, choice i with seed + i (choice 0 is the n = 1 answer).
+  const base = { model, messages: chatMsgs, max_tokens: 8, temperature: 1.0, seed: 40 };
+  const three = await client.chat.completions.create({ ...base, n: 3 });
+  assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+  let tokens = 0;
+  for (let i = 0; i < 3; i++) {
+    const one = await client.chat.completions.create({ ...base, seed: 40 + i });
+    assert.equal(three.choices[i].message.content, one.choices[0].message.content, `choice ${i}`);
+    assert.equal(three.choices[i].message.reasoning_content, one.choices[0].message.reasoning_content);
+    tokens += one.usage.completion_tokens;
+    if (i === 0) assert.equal(three.usage.prompt_tokens, one.usage.prompt_tokens);
+  }
+  assert.equal(three.usage.completion_tokens, tokens);
+  const byIndex = ['', '', ''];
+  const finishes = [];
+  for (const c of await collectChat({ ...base, n: 3, stream_options: { include_usage: true } })) {
+    for (const ch of c.choices) {
+      byIndex[ch.index] += (ch.delta.reasoning_content ?? '') + (ch.delta.content ?? '');
+      if (ch.finish_reason) finishes.push(ch.index);
+    }
+    if (c.usage) assert.equal(c.usage.completion_tokens, tokens);
+  }
+  assert.deepEqual(finishes, [0, 1, 2]);
+  for (let i = 0; i < 3; i++)
+    assert.equal(byIndex[i], (three.choices[i].message.reasoning_content ?? '') + three.choices[i].message.content);
+  ok('n = 3: choice i is the n = 1 answer with seed + i, streamed in order with indices, usage summed');
   console.log(JSON.stringify(texts));
 }
 

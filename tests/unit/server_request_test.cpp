@@ -85,6 +85,14 @@ TEST(ServerRequest, ReadsLogprobsInBothForms) {
   EXPECT_FALSE(accepted(Comp, R"({"prompt":"a","logprobs":null})").logprobs);
 }
 
+TEST(ServerRequest, ReadsTheNumberOfChoices) {
+  EXPECT_EQ(accepted(Chat, R"({"messages":[{"role":"user","content":"a"}]})").n, 1);
+  const GenRequest r = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"n":3,"seed":1,"temperature":1})");
+  EXPECT_EQ(r.n, 3);
+  EXPECT_TRUE(r.memo_key.empty());  // several choices are not memoised
+  EXPECT_EQ(accepted(Comp, R"({"prompt":"a","n":16})").n, 16);
+}
+
 TEST(ServerRequest, ReadsEverySamplingParameter) {
   const GenRequest r = accepted(Comp, R"({"prompt":"a","temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,
     "presence_penalty":-0.5,"frequency_penalty":1.25,"seed":-3})");
@@ -141,6 +149,10 @@ TEST(ServerRequest, RefusesWhatItCannotHonour) {
       {Comp, R"({"prompt":["a"]})", "prompt", 400},
       {Comp, R"({"prompt":"a","messages":[]})", "messages", 400},
       {Comp, R"({"prompt":"a","logprobs":6})", "logprobs", 400},
+      {Comp, R"({"prompt":"a","n":0})", "n", 400},
+      {Comp, R"({"prompt":"a","n":17})", "n", 400},
+      {Comp, R"({"prompt":"a","n":1.5})", "n", 400},
+      {Comp, R"({"prompt":"a","best_of":2})", "best_of", 400},
       {Comp, R"({"prompt":"a","logprobs":true})", "logprobs", 400},
       {Chat, R"({"messages":[{"role":"user","content":"a"}],"logprobs":1})", "logprobs", 400},
       {Chat, R"({"messages":[{"role":"user","content":"a"}],"top_logprobs":2})", "top_logprobs", 400},
