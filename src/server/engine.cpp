@@ -43,6 +43,8 @@ std::variant<std::vector<int32_t>, ApiError> Engine::encode(const GenRequest& re
     tokenizer::ChatOptions co;
     co.thinking = req.thinking;
     co.thinking_effort = req.thinking_effort;
+    co.tools = req.tools;
+    if (!req.tool_choice.empty()) co.tool_choice = req.tool_choice;
     auto segments = tokenizer::render_chat(req.messages, co);
     if (!segments.ok()) return bad_request(segments.message(), param);
     size_t at_least = 0;
@@ -123,7 +125,9 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   out.prefill_tokens = out.prompt_tokens - start;
   if (on_start) on_start(out.prefill_tokens, out.cached_tokens);
 
-  DF_ASSIGN(OutputFilter filter, OutputFilter::create(tok_, chat, req.thinking));
+  // With tools, the model's calls are parsed (ids: call_<generation>_<index>).
+  const std::string call_ids = chat && !req.tools.is_null() ? fmt::format("call_{:x}_", ++generations_) : "";
+  DF_ASSIGN(OutputFilter filter, OutputFilter::create(tok_, chat, req.thinking, call_ids));
   std::vector<int32_t> stop;
   if (chat) {
     DF_ASSIGN(auto s, tokenizer::chat_stop_ids(tok_));
@@ -214,7 +218,7 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   }
   const bool stopped = stop_strings.stopped() ||
                        (!out.tokens.empty() && std::find(stop.begin(), stop.end(), out.tokens.back()) != stop.end());
-  out.finish_reason = stopped ? "stop" : "length";
+  out.finish_reason = !stopped ? "length" : filter.tool_calls() > 0 ? "tool_calls" : "stop";
   if (keep) {
     if (after_prompt) pending_.push_back(std::move(*after_prompt));
     std::vector<int32_t> tape = ids;

@@ -119,6 +119,7 @@ class Engine {
   tokenizer::Tokenizer tok_;
   EngineOptions opt_;
   size_t max_token_bytes_ = 1;     // the longest ordinary token: bytes / this <= token count
+  uint64_t generations_ = 0;       // tool-call ids name the generation
   std::vector<Boundary> slot_;     // published, usable by the next request
   std::vector<Boundary> pending_;  // from the last generate(), awaiting publish()
 };

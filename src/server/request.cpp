@@ -195,6 +195,49 @@ std::optional<ApiError> check_messages(const ojson& msgs) {
   return std::nullopt;
 }
 
+// `tools`: null or an array of {"type": "function", "function": {"name", "description"?,
+// "parameters"? (an object), "strict"?}}; names as OpenAI allows them.
+std::optional<ApiError> check_tools(const ojson& v) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_array()) return wrong_type("tools", "an array or null", v);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = fmt::format("tools[{}]", i);
+    const ojson& t = v[i];
+    if (!t.is_object()) return wrong_type(p, "an object", t);
+    for (auto it = t.begin(); it != t.end(); ++it)
+      if (it.key() != "type" && it.key() != "function")
+        return bad_request(fmt::format("'{}.{}' is not supported", p, it.key()), p + "." + it.key(),
+                           "unknown_parameter");
+    if (!t.contains("type") || t["type"] != "function")
+      return unsupported(p + ".type", "only \"function\" tools are supported");
+    if (!t.contains("function") || !t["function"].is_object())
+      return wrong_type(p + ".function", "an object", t.value("function", ojson()));
+    const ojson& f = t["function"];
+    for (auto it = f.begin(); it != f.end(); ++it) {
+      const std::string& k = it.key();
+      if (k != "name" && k != "description" && k != "parameters" && k != "strict")
+        return bad_request(fmt::format("'{}.function.{}' is not supported", p, k), p + ".function." + k,
+                           "unknown_parameter");
+    }
+    if (!f.contains("name") || !f["name"].is_string())
+      return wrong_type(p + ".function.name", "a string", f.value("name", ojson()));
+    const std::string& name = f["name"].get_ref<const std::string&>();
+    const bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    if (!ok)
+      return bad_request(fmt::format("'{}.function.name' must be 1 to 64 of a-z, A-Z, 0-9, _ and -", p),
+                         p + ".function.name", "invalid_value");
+    if (f.contains("description") && !f["description"].is_string() && !f["description"].is_null())
+      return wrong_type(p + ".function.description", "a string", f["description"]);
+    if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_null())
+      return wrong_type(p + ".function.parameters", "an object", f["parameters"]);
+    if (f.contains("strict") && !f["strict"].is_boolean() && !f["strict"].is_null())
+      return wrong_type(p + ".function.strict", "a boolean", f["strict"]);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Validated validate_request(RequestKind kind, std::string_view body, const ValidationLimits& limits) {
@@ -224,6 +267,7 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   r.max_tokens = chat ? limits.max_tokens : std::min(limits.completion_default_max_tokens, limits.max_tokens);
   bool seen_max = false;
   std::optional<int> top_logprobs;  // chat: only with logprobs true
+  bool parallel_off = false;        // parallel_tool_calls: false
   std::optional<std::optional<std::string>> kwargs_effort;  // chat_template_kwargs.thinking_effort, when given
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string& k = it.key();
@@ -330,11 +374,20 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
       if (!v.is_null() && v != ojson{{"type", "text"}})
         e = unsupported(k, "only {\"type\": \"text\"} is supported");
     } else if (chat && k == "tools") {
-      if (!v.is_null() && !(v.is_array() && v.empty())) e = unsupported(k, "tools are not supported");
+      e = check_tools(v);
+      if (!e && v.is_array() && !v.empty()) r.tools = v;
     } else if (chat && k == "tool_choice") {
-      if (!v.is_null() && v != "auto") e = unsupported(k, "only null or \"auto\" (with no tools) is supported");
+      if (!v.is_null() && v != "auto" && v != "none" && v != "required") {
+        if (v.is_object())
+          e = unsupported(k, "the K3 chat template cannot name one tool; use \"required\", \"auto\" or \"none\"");
+        else
+          e = bad_request("'tool_choice' must be \"auto\", \"none\" or \"required\"", k, "invalid_value");
+      } else if (v.is_string()) {
+        r.tool_choice = v.get<std::string>();
+      }
     } else if (chat && k == "parallel_tool_calls") {
       if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean", v);
+      else if (v == false) parallel_off = true;
     } else if (chat && k == "modalities") {
       if (!v.is_null() && v != ojson::array({"text"})) e = unsupported(k, "only [\"text\"] is supported");
     } else if (chat && (k == "audio" || k == "prediction")) {
@@ -371,6 +424,10 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
                          "chat_template_kwargs", "invalid_value");
     r.thinking_effort = *kwargs_effort;
   }
+  if (!r.tool_choice.empty() && r.tool_choice != "auto" && r.tools.is_null())
+    return bad_request("'tool_choice' is only allowed when 'tools' are given", "tool_choice", "invalid_value");
+  if (parallel_off && !r.tools.is_null())
+    return unsupported("parallel_tool_calls", "the K3 chat template cannot ask for at most one call; leave it true");
   if (top_logprobs) {
     if (!r.logprobs)
       return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
@@ -401,6 +458,8 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   key["sampling"] = {sp.temperature, sp.top_p, sp.top_k, sp.min_p, sp.presence_penalty, sp.frequency_penalty,
                      sp.greedy() ? 0 : sp.seed};
   if (chat) {
+    key["tools"] = r.tools;
+    key["tool_choice"] = r.tool_choice;
     key["thinking"] = r.thinking;
     key["thinking_effort"] = r.thinking_effort ? ojson(*r.thinking_effort) : ojson();
   }

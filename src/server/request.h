@@ -56,6 +56,11 @@ struct GenRequest {
   // likeliest alternatives. Such requests are not memoised.
   bool logprobs = false;
   int top_logprobs = 0;
+  // chat: the declared tools (null: none) and tool_choice ("", "auto", "none",
+  // "required"), rendered by the template; the model's calls come back as
+  // tool_calls (server/tool_calls.h).
+  nlohmann::ordered_json tools;
+  std::string tool_choice;
   bool stream = false;
   bool include_usage = false;
   // Everything that decides the output, canonically encoded and hashed (the memo key).

@@ -40,6 +40,16 @@ std::string chunk(const ResponseMeta& m, ojson delta_or_text, const ojson& finis
   return frame(j);
 }
 
+// {"index"?, "id", "type": "function", "function": {"name", "arguments"}}; streamed deltas carry the index.
+ojson tool_call_json(const ToolCall& c, bool with_index) {
+  ojson j;
+  if (with_index) j["index"] = c.index;
+  j["id"] = c.id;
+  j["type"] = "function";
+  j["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+  return j;
+}
+
 ojson bytes_of(const std::string& s) {
   ojson b = ojson::array();
   for (unsigned char c : s) b.push_back(int(c));
@@ -89,9 +99,11 @@ ojson Usage::to_json() const {
 ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, const std::string& finish_reason,
                     const Usage& usage, const std::span<const TokenLogprob>* lp) {
   std::string text, reasoning, content;
+  ojson calls = ojson::array();
   for (const Delta& d : deltas) {
     if (d.channel == Channel::Text) text += d.text;
     else if (d.channel == Channel::Reasoning) reasoning += d.text;
+    else if (d.channel == Channel::Tool) calls.push_back(tool_call_json(d.call, false));
     else content += d.text;
   }
   ojson j;
@@ -103,6 +115,7 @@ ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, con
   c["index"] = m.choice;
   if (is_chat(m)) {
     c["message"] = {{"role", "assistant"}, {"content", content}, {"reasoning_content", reasoning}};
+    if (!calls.empty()) c["message"]["tool_calls"] = std::move(calls);
   } else {
     c["text"] = text;
   }
@@ -121,6 +134,8 @@ std::string sse_opening(const ResponseMeta& m, bool include_usage) {
 std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage,
                       const std::span<const TokenLogprob>* lp) {
   if (!is_chat(m)) return chunk(m, d.text, nullptr, include_usage, lp);
+  if (d.channel == Channel::Tool)  // a whole call in one chunk (its arguments are never split)
+    return chunk(m, ojson{{"tool_calls", ojson::array({tool_call_json(d.call, true)})}}, nullptr, include_usage, lp);
   const char* key = d.channel == Channel::Reasoning ? "reasoning_content" : "content";
   return chunk(m, ojson{{key, d.text}}, nullptr, include_usage, lp);
 }

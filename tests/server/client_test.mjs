@@ -136,6 +136,26 @@ async function mainMode() {
   assert.equal(streamFinish, 'stop');
   ok(`stop strings (non-streaming and streaming): cut before ${JSON.stringify(stopStr)}`);
 
+  // Tools: declared tools and tool_choice are rendered into the prompt (more prompt tokens); a
+  // conversation with an assistant's tool call and the tool's result is accepted (the tiny model
+  // itself never calls a tool, so the parsing of calls is covered by the unit tests).
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const wt = await client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 4, tools });
+  assert.ok(wt.usage.prompt_tokens > r.usage.prompt_tokens, `${wt.usage.prompt_tokens} vs ${r.usage.prompt_tokens}`);
+  const req = await client.chat.completions.create({ model, messages: chatMsgs, max_tokens: 4, tools,
+    tool_choice: 'required' });
+  assert.ok(req.usage.prompt_tokens > wt.usage.prompt_tokens);
+  const turn = [...chatMsgs,
+    { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 21}' }];
+  const after = await client.chat.completions.create({ model, messages: turn, max_tokens: 4, tools });
+  assert.ok(after.usage.prompt_tokens > wt.usage.prompt_tokens);
+  assert.ok(['stop', 'length', 'tool_calls'].includes(after.choices[0].finish_reason));
+  ok(`tools rendered (${r.usage.prompt_tokens} -> ${wt.usage.prompt_tokens} prompt tokens, required ` +
+     `${req.usage.prompt_tokens}); a call -> result turn accepted (${after.usage.prompt_tokens})`);
+
   // Log probabilities (greedy, so the emitted token is the likeliest); a stream carries the same entries.
   const lpParams = { model, messages: chatMsgs, max_tokens: 6, logprobs: true, top_logprobs: 3 };
   const lr = await client.chat.completions.create(lpParams);
@@ -180,8 +200,10 @@ async function mainMode() {
   await expectError('max_tokens and max_completion_tokens', chat({ max_completion_tokens: 3 }), 400);
   await expectError('stream_options without stream', chat({ stream_options: { include_usage: true } }), 400,
     { param: 'stream_options' });
-  await expectError('tools', chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 400,
-    { param: 'tools' });
+  await expectError('a tool with a bad name', chat({ tools: [{ type: 'function', function: { name: 'a b' } }] }), 400,
+    { param: 'tools[0].function.name' });
+  await expectError('tool_choice naming a tool', chat({ tools: [{ type: 'function', function: { name: 'f' } }],
+    tool_choice: { type: 'function', function: { name: 'f' } } }), 400, { param: 'tool_choice' });
   await expectError('top_logprobs without logprobs', chat({ top_logprobs: 2 }), 400, { param: 'top_logprobs' });
   await expectError('frequency_penalty out of range', chat({ frequency_penalty: 2.5 }), 400, { param: 'frequency_penalty' });
   await expectError('top_k not an integer', chat({ top_k: 2.5 }), 400, { param: 'top_k' });

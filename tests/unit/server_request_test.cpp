@@ -85,6 +85,42 @@ TEST(ServerRequest, ReadsLogprobsInBothForms) {
   EXPECT_FALSE(accepted(Comp, R"({"prompt":"a","logprobs":null})").logprobs);
 }
 
+TEST(ServerRequest, ReadsToolsAndToolChoice) {
+  const char* tools = R"([{"type":"function","function":{"name":"get_weather","description":"d",
+    "parameters":{"type":"object","properties":{"city":{"type":"string"}}},"strict":false}}])";
+  const GenRequest r = accepted(Chat, std::string(R"({"messages":[{"role":"user","content":"a"}],"tools":)") + tools +
+                                          R"(,"tool_choice":"required","parallel_tool_calls":true})");
+  ASSERT_TRUE(r.tools.is_array());
+  EXPECT_EQ(r.tools[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(r.tool_choice, "required");
+  const auto plain = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}]})").memo_key;
+  EXPECT_NE(r.memo_key, plain);
+  EXPECT_TRUE(accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"tools":[]})").tools.is_null());
+  struct Bad {
+    std::string body;
+    const char* param;
+  };
+  const std::string m = R"({"messages":[{"role":"user","content":"a"}],)";
+  const std::string f = R"("tools":[{"type":"function","function":{"name":"f"}}])";
+  for (const Bad& b : {Bad{m + R"("tools":{"a":1}})", "tools"},
+                       Bad{m + R"("tools":[{"type":"retrieval"}]})", "tools[0].type"},
+                       Bad{m + R"("tools":[{"type":"function","function":{"name":"a b"}}]})", "tools[0].function.name"},
+                       Bad{m + R"("tools":[{"type":"function","function":{"name":""}}]})", "tools[0].function.name"},
+                       Bad{m + R"("tools":[{"type":"function","function":{}}]})", "tools[0].function.name"},
+                       Bad{m + R"("tools":[{"type":"function","function":{"name":"f","x":1}}]})", "tools[0].function.x"},
+                       Bad{m + R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}]})",
+                           "tools[0].function.parameters"},
+                       Bad{m + R"("tool_choice":"required"})", "tool_choice"},
+                       Bad{m + f + R"(,"tool_choice":"sometimes"})", "tool_choice"},
+                       Bad{m + f + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})", "tool_choice"},
+                       Bad{m + f + R"(,"parallel_tool_calls":false})", "parallel_tool_calls"}}) {
+    const Validated v = validate_request(Chat, b.body, limits());
+    ASSERT_TRUE(std::holds_alternative<ApiError>(v)) << b.body;
+    EXPECT_EQ(std::get<ApiError>(v).param, b.param) << b.body << ": " << std::get<ApiError>(v).message;
+    EXPECT_EQ(std::get<ApiError>(v).status, 400);
+  }
+}
+
 TEST(ServerRequest, ReadsTheNumberOfChoices) {
   EXPECT_EQ(accepted(Chat, R"({"messages":[{"role":"user","content":"a"}]})").n, 1);
   const GenRequest r = accepted(Chat, R"({"messages":[{"role":"user","content":"a"}],"n":3,"seed":1,"temperature":1})");

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "server/output_filter.h"
 #include "server/tool_calls.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/utf8.h"
@@ -276,6 +277,67 @@ TEST(ToolCalls, FuzzMutatedRenders) {
     }
     check_invariants(in, rng);
   }
+}
+
+}  // namespace
+}  // namespace deltafin::server
+
+namespace deltafin::server {
+namespace {
+
+// The chat output filter with tools on: what the model writes after its
+// response closes becomes Tool deltas (one per whole call); without tools the
+// same output shows only reasoning and content, as before.
+TEST(ToolCalls, ChatOutputFilterTurnsCallsIntoToolDeltas) {
+  tokenizer::testing::TempDir dir;
+  auto tok = tokenizer::testing::checkpoint_tokenizer(
+      dir, tokenizer::testing::byte_vocab({"argument", "call", "think", "response", "tools", "message"}));
+  Pieces out = split_at_specials("Let me look.<|close|>think<|sep|><|open|>response<|sep|>Checking the weather."
+                                 "<|close|>response<|sep|>");
+  const Pieces calls = rendered_tool_output(ordered_json::parse(kCalls));
+  out.insert(out.end(), calls.begin(), calls.end());
+  auto ids = tokenizer::encode_segments(tok, out, false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  for (const std::string prefix : {"call_t_", ""}) {
+    auto f = OutputFilter::create(tok, /*chat=*/true, /*thinking=*/true, prefix);
+    ASSERT_TRUE(f.ok()) << f.message();
+    std::vector<Delta> d;
+    for (uint32_t id : *ids) ASSERT_TRUE(f->push(id, d).ok());
+    ASSERT_TRUE(f->finish(d).ok());
+    std::string reasoning, content;
+    ParsedToolOutput got;
+    for (const Delta& x : d) {
+      if (x.channel == Channel::Reasoning) reasoning += x.text;
+      else if (x.channel == Channel::Content) content += x.text;
+      else if (x.channel == Channel::Tool) got.calls.push_back(x.call);
+    }
+    EXPECT_EQ(reasoning, "Let me look.");
+    EXPECT_EQ(content, "Checking the weather.");
+    if (prefix.empty()) {
+      EXPECT_TRUE(got.calls.empty());
+      EXPECT_EQ(f->tool_calls(), 0u);
+      continue;
+    }
+    EXPECT_EQ(f->tool_calls(), 3u);
+    for (auto& c : got.calls) c.id.replace(0, 7, "call_x_");  // expect_round_trip's ids
+    expect_round_trip(got);
+  }
+  // A malformed block comes back as content, markers spelled.
+  Pieces bad = split_at_specials("<|open|>response<|sep|>ok<|close|>response<|sep|><|open|>tools<|sep|>"
+                                 "<|open|>call tool=\"g\"<|sep|>oops<|close|>call<|sep|>");
+  auto bad_ids = tokenizer::encode_segments(tok, bad, false);
+  ASSERT_TRUE(bad_ids.ok());
+  auto f = OutputFilter::create(tok, true, false, "call_t_");
+  ASSERT_TRUE(f.ok());
+  std::vector<Delta> d;
+  for (uint32_t id : *bad_ids) ASSERT_TRUE(f->push(id, d).ok());
+  ASSERT_TRUE(f->finish(d).ok());
+  std::string content;
+  for (const Delta& x : d) {
+    ASSERT_NE(x.channel, Channel::Tool);
+    content += x.text;
+  }
+  EXPECT_EQ(content, "ok<|open|>tools<|sep|><|open|>call tool=\"g\"<|sep|>oops<|close|>call<|sep|>");
 }
 
 }  // namespace
