@@ -219,6 +219,7 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
   const bool stopped = stop_strings.stopped() ||
                        (!out.tokens.empty() && std::find(stop.begin(), stop.end(), out.tokens.back()) != stop.end());
   out.finish_reason = !stopped ? "length" : filter.tool_calls() > 0 ? "tool_calls" : "stop";
+  if (stop_strings.stopped()) out.stop_string = stop_strings.matched_stop();
   if (keep) {
     if (after_prompt) pending_.push_back(std::move(*after_prompt));
     std::vector<int32_t> tape = ids;

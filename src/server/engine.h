@@ -52,6 +52,7 @@ struct GenerationOutcome {
   std::vector<Delta> deltas;
   std::vector<TokenLogprob> logprobs;  // when the request asked for them: one per generated non-stop token
   std::vector<int32_t> tokens;  // every generated id, the stop token included
+  std::string stop_string;      // the request's stop string that ended the output, if one did
   std::string finish_reason;    // "stop" | "length"
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t prefill_tokens = 0, cached_tokens = 0;  // prompt_tokens = prefill + cached

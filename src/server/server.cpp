@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "server/anthropic.h"
+
 
 namespace deltafin::server {
 
@@ -28,6 +30,14 @@ bool is_route(const std::string& path, const char* route) {
   return path == route || path == std::string("/v1") + route;
 }
 
+bool is_anthropic(const std::string& path) { return is_route(path, "/messages"); }
+
+// An error in the shape the route's clients read: Anthropic's for /v1/messages.
+HttpResponse error_for(const std::string& path, const ApiError& e, HeaderList headers = {}) {
+  if (!is_anthropic(path)) return error_response(e, std::move(headers));
+  return HttpResponse{e.status, "application/json", anthropic_error_body(e), std::move(headers)};
+}
+
 ApiError shutting_down() {
   return make_error(503, "the server is shutting down", "server_error", "server_shutting_down");
 }
@@ -42,6 +52,7 @@ struct GenerationJob {
   GenRequest request;
   std::vector<int32_t> ids;
   ResponseMeta meta;
+  bool anthropic = false;  // POST /v1/messages: answered in Anthropic's shapes
   Clock::time_point enqueued = Clock::now();
   BoundedFifo<GenerationJob>::Ticket ticket{};
   // Set when the client leaves or the server stops: generation stops before the next layer.
@@ -112,7 +123,7 @@ Status Server::serve() {
   prepare_thread_ = std::thread([this] { prepare_loop(); });
   Status s = transport_->run();
   // Whatever is still waiting has been answered in on_stopping; nothing more joins.
-  for (auto& j : queue_.close()) j->ex->respond(error_response(shutting_down()));
+  for (auto& j : queue_.close()) j->ex->respond(error_for(j->ex->request().path, shutting_down()));
   {
     std::lock_guard lock(prep_mu_);
     prep_closed_ = true;
@@ -134,11 +145,17 @@ void Server::log(const std::string& line) const {
 
 bool Server::authorized(const HttpRequest& req) const {
   if (opt_.api_key.empty()) return true;
-  const std::string* h = req.header("authorization");
-  if (!h || h->size() < 7 || h->substr(0, 7) != "Bearer ") return false;
+  // Authorization: Bearer KEY (OpenAI clients) or x-api-key: KEY (Anthropic clients).
+  std::string_view key;
+  if (const std::string* h = req.header("authorization"); h && h->size() >= 7 && h->substr(0, 7) == "Bearer ")
+    key = std::string_view(*h).substr(7);
+  else if (const std::string* x = req.header("x-api-key"))
+    key = *x;
+  else
+    return false;
   // Compare digests in constant time: neither the length nor the content leaks.
   unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(h->data() + 7), h->size() - 7, a);
+  SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), a);
   SHA256(reinterpret_cast<const unsigned char*>(opt_.api_key.data()), opt_.api_key.size(), b);
   return CRYPTO_memcmp(a, b, sizeof a) == 0;
 }
@@ -172,24 +189,27 @@ std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
   const bool model_item = path.starts_with("/v1/models/") || path.starts_with("/models/");
   const bool chat = is_route(path, "/chat/completions");
   const bool completions = is_route(path, "/completions");
+  const bool messages = is_anthropic(path);
   const bool health = path == "/health";
   const bool metrics = path == "/metrics";
-  if (!models && !model_item && !chat && !completions && !health && !metrics)
+  if (!models && !model_item && !chat && !completions && !messages && !health && !metrics)
     return error_response(make_error(404, fmt::format("unknown URL: {} {}", req.method, path), "invalid_request_error",
                                      "not_found"));
-  const bool post = chat || completions;
+  const bool post = chat || completions || messages;
   const char* allowed = post ? "POST" : "GET";
   if (req.method != allowed)
-    return error_response(make_error(405, fmt::format("{} is not allowed on {}; use {}", req.method, path, allowed),
-                                     "invalid_request_error", "method_not_allowed"),
-                          {{"Allow", allowed}});
+    return error_for(path,
+                     make_error(405, fmt::format("{} is not allowed on {}; use {}", req.method, path, allowed),
+                                "invalid_request_error", "method_not_allowed"),
+                     {{"Allow", allowed}});
   if (health) return HttpResponse{200, "application/json", R"({"status":"ok"})", {}};
   if (!authorized(req)) {
-    const bool given = req.header("authorization") != nullptr;
-    return error_response(make_error(401, given ? "incorrect API key provided"
-                                                : "missing API key: send Authorization: Bearer KEY",
-                                     "invalid_request_error", "invalid_api_key"),
-                          {{"WWW-Authenticate", "Bearer"}});
+    const bool given = req.header("authorization") != nullptr || req.header("x-api-key") != nullptr;
+    return error_for(path,
+                     make_error(401, given ? "incorrect API key provided"
+                                           : "missing API key: send Authorization: Bearer KEY (or x-api-key: KEY)",
+                                "invalid_request_error", "invalid_api_key"),
+                     {{"WWW-Authenticate", "Bearer"}});
   }
   if (metrics) return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_text(), {}};
   if (models || model_item) {
@@ -203,13 +223,15 @@ std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
     return error_response(e);
   }
   if (!req.content_length && !req.chunked)
-    return error_response(make_error(411, "a request body with Content-Length (or chunked) is required",
+    return error_for(path, make_error(411, "a request body with Content-Length (or chunked) is required",
                                      "invalid_request_error", "length_required"));
   return std::nullopt;  // read the body (the transport answers 413 over --max-request-bytes)
 }
 
 void Server::on_request(std::shared_ptr<Exchange> ex) {
-  const RequestKind kind = is_route(ex->request().path, "/chat/completions") ? RequestKind::Chat : RequestKind::Completion;
+  const std::string& path = ex->request().path;
+  const RequestKind kind =
+      is_route(path, "/chat/completions") || is_anthropic(path) ? RequestKind::Chat : RequestKind::Completion;
   post_prepare([this, ex = std::move(ex), kind] { prepare(ex, kind); });
 }
 
@@ -223,7 +245,7 @@ void Server::on_stopping() {
   stopping_.store(true);
   for (auto& j : queue_.close()) {
     j->cancel.store(true);
-    j->ex->respond(error_response(shutting_down()));
+    j->ex->respond(error_for(j->ex->request().path, shutting_down()));
   }
   std::lock_guard lock(running_mu_);
   if (running_) running_->cancel.store(true);
@@ -285,19 +307,31 @@ void Server::replay_memo(Exchange& ex, const GenRequest& r, const ResponseMeta& 
 // Validation, memo and tokenisation: everything that can refuse a request
 // happens here, before it may wait for the slot.
 void Server::prepare(const std::shared_ptr<Exchange>& ex, RequestKind kind) {
-  if (stopping_.load()) return ex->respond(error_response(shutting_down()));
+  if (stopping_.load()) return ex->respond(error_for(ex->request().path, shutting_down()));
   if (ex->gone()) return;
+  const std::string& path = ex->request().path;
+  const bool anthropic = is_anthropic(path);
   Validated v;
   {
-    const std::string body = ex->take_body();
+    std::string body = ex->take_body();
+    if (anthropic) {  // translated into the equivalent chat body, then validated as one
+      auto chat = anthropic_to_chat(body);
+      if (auto* e = std::get_if<ApiError>(&chat)) return ex->respond(error_for(path, *e));
+      body = dump_json(std::get<nlohmann::ordered_json>(chat));
+    }
     v = validate_request(kind, body, limits_);
   }  // the body is freed here: a large prompt is held once (in the request), not twice
-  if (auto* e = std::get_if<ApiError>(&v)) return ex->respond(error_response(*e));
+  if (auto* e = std::get_if<ApiError>(&v)) return ex->respond(error_for(path, *e));
   auto job = std::make_shared<GenerationJob>();
   job->ex = ex;
   job->request = std::move(std::get<GenRequest>(v));
   const GenRequest& r = job->request;
   job->meta = ResponseMeta{kind, next_id(kind), opt_.model_name, int64_t(std::time(nullptr))};
+  job->anthropic = anthropic;
+  if (anthropic) {
+    job->meta.id = "msg_" + job->meta.id.substr(job->meta.id.find('-') + 1);
+    job->request.memo_key.clear();  // the memo keeps no stop sequence: Anthropic answers are not memoised
+  }
 
   // Exact response memo: answered at once, without the queue or the model.
   if (auto hit = r.memo_key.empty() ? std::nullopt : memo_.find(r.memo_key)) {
@@ -305,18 +339,18 @@ void Server::prepare(const std::shared_ptr<Exchange>& ex, RequestKind kind) {
     return replay_memo(*ex, r, job->meta, *hit);
   }
   auto ids = engine_.encode(r);
-  if (auto* e = std::get_if<ApiError>(&ids)) return ex->respond(error_response(*e));
+  if (auto* e = std::get_if<ApiError>(&ids)) return ex->respond(error_for(path, *e));
   job->ids = std::move(std::get<std::vector<int32_t>>(ids));
 
   // The ticket is stored before the worker can pop the job (it reads it for the headers).
   auto ticket = queue_.push(job, [](GenerationJob& j, const auto& t) { j.ticket = t; });
   if (!ticket) {
-    if (stopping_.load()) return ex->respond(error_response(shutting_down()));
+    if (stopping_.load()) return ex->respond(error_for(path, shutting_down()));
     metrics_.queue_rejected.fetch_add(1);
     // A rough estimate: the mean generation time so far, once per waiting request and the running one.
     const double mean = metrics_.mean_generation_seconds();
     const int retry = int(std::clamp(std::ceil(mean * double(queue_.capacity() + 1)), 1.0, 3600.0));
-    return ex->respond(error_response(
+    return ex->respond(error_for(path,
         make_error(429, fmt::format("the generation queue is full ({} waiting, --queue)", queue_.capacity()),
                    "server_busy", "server_busy"),
         {{"Retry-After", std::to_string(retry)}}));
@@ -357,16 +391,18 @@ void Server::generation_loop() {
 void Server::run_job(GenerationJob& job) {
   Exchange& ex = *job.ex;
   if (job.cancel.load() || ex.gone()) {
-    if (!ex.gone()) ex.respond(error_response(shutting_down()));
+    if (!ex.gone()) ex.respond(error_for(ex.request().path, shutting_down()));
     return;
   }
+  if (job.anthropic) return run_anthropic(job);
   const GenRequest& r = job.request;
   const bool chat = r.kind == RequestKind::Chat;
   const double waited = seconds_since(job.enqueued);
   metrics_.add_queue_wait(waited);
   const HeaderList queue_headers = {{"x-deltafin-queue-length", std::to_string(job.ticket.ahead)},
                                     {"x-deltafin-queue-wait-ms", fmt::format("{:.0f}", waited * 1e3)},
-                                    {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)}};
+                                    {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)},
+                                    {"x-deltafin-generation", std::to_string(++generations_served_)}};
   auto stream_headers = [&](int64_t prefill, int64_t cached) {
     HeaderList h = {{"Cache-Control", "no-cache"},
                     {"X-Accel-Buffering", "no"},
@@ -480,6 +516,74 @@ void Server::run_job(GenerationJob& job) {
     else body["choices"].push_back(std::move(one["choices"][0]));
   }
   ex.respond(HttpResponse{200, "application/json", dump_json(body), std::move(h)});
+}
+
+// The Anthropic Messages API: the same generation, written as a message or
+// its event stream (server/anthropic.h). One choice, no memo.
+void Server::run_anthropic(GenerationJob& job) {
+  Exchange& ex = *job.ex;
+  const GenRequest& r = job.request;
+  const std::string& path = ex.request().path;
+  const double waited = seconds_since(job.enqueued);
+  metrics_.add_queue_wait(waited);
+  HeaderList base = {{"x-deltafin-queue-length", std::to_string(job.ticket.ahead)},
+                     {"x-deltafin-queue-wait-ms", fmt::format("{:.0f}", waited * 1e3)},
+                     {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)},
+                     {"x-deltafin-generation", std::to_string(++generations_served_)}};
+  AnthropicStream stream;
+  bool streaming = false;
+  auto on_start = [&](int64_t prefill, int64_t cached) {
+    if (!r.stream) return;
+    HeaderList h = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"},
+                    {"x-deltafin-prefill-tokens", std::to_string(prefill)},
+                    {"x-deltafin-cached-tokens", std::to_string(cached)}};
+    h.insert(h.end(), base.begin(), base.end());
+    ex.begin_stream(200, "text/event-stream; charset=utf-8", std::move(h));
+    streaming = ex.write(stream.start(job.meta.id, job.meta.model, prefill + cached));
+  };
+  auto sink = [&](const std::vector<Delta>& step, std::span<const TokenLogprob>) {
+    if (ex.gone() || job.cancel.load()) return false;
+    if (!r.stream) return true;
+    std::string out;
+    for (const Delta& d : step) out += stream.push(d);
+    return out.empty() || ex.write(std::move(out));
+  };
+  auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel);
+  if (!result.ok() || result->cancelled) {
+    engine_.discard();
+    if (result.ok()) metrics_.cancelled.fetch_add(1);
+    if (ex.gone()) return;
+    ApiError e = shutting_down();
+    if (!result.ok()) {
+      log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", ex.request().id,
+                      result.message()));
+      e = make_error(500, fmt::format("generation failed (request id {}); the server log has the details",
+                                      ex.request().id), "server_error", "server_error");
+    }
+    if (!r.stream) return ex.respond(error_for(path, e));
+    if (!streaming) ex.begin_stream(200, "text/event-stream; charset=utf-8", {});
+    ex.write(AnthropicStream::error(e));
+    ex.end_stream();
+    return;
+  }
+  const GenerationOutcome& o = *result;
+  metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
+                          o.decode_seconds);
+  metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
+  metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
+  ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} decode_passes={} "
+                                "queue_ms={:.0f} api=anthropic",
+                                o.prompt_tokens, o.prefill_tokens, o.completion_tokens, o.target_passes, waited * 1e3));
+  engine_.publish();
+  AnthropicOutcome a{job.meta.id, job.meta.model, o.finish_reason, o.stop_string, o.prompt_tokens, o.completion_tokens};
+  if (r.stream) {
+    ex.write(stream.finish(a));
+    ex.end_stream();
+    return;
+  }
+  base.push_back({"x-deltafin-prefill-tokens", std::to_string(o.prefill_tokens)});
+  base.push_back({"x-deltafin-cached-tokens", std::to_string(o.cached_tokens)});
+  ex.respond(HttpResponse{200, "application/json", dump_json(anthropic_message(a, o.deltas)), std::move(base)});
 }
 
 }  // namespace deltafin::server

@@ -81,6 +81,7 @@ class Server : private HttpHandler {
   void replay_memo(Exchange& ex, const GenRequest& r, const ResponseMeta& meta, const MemoEntry& hit);
   void generation_loop();
   void run_job(GenerationJob& job);
+  void run_anthropic(GenerationJob& job);  // POST /v1/messages (server/anthropic.h)
   bool authorized(const HttpRequest& req) const;
   std::string next_id(RequestKind kind);
   void log(const std::string& line) const;
@@ -90,6 +91,7 @@ class Server : private HttpHandler {
   void post_prepare(std::function<void()> task);
 
   Engine& engine_;
+  uint64_t generations_served_ = 0;  // the generation thread's count: x-deltafin-generation
   ServerOptions opt_;
   ValidationLimits limits_;
   ResponseMemo memo_;

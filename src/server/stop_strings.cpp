@@ -26,7 +26,13 @@ bool StopMatcher::push_one(const Delta& d, std::vector<Delta>& out) {
   held_.clear();
   text += d.text;
   size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, text.find(s));
+  for (const auto& s : stops_) {
+    const size_t at = text.find(s);
+    if (at < first || (at == first && at != std::string::npos && s.size() < matched_.size())) {
+      first = at;
+      matched_ = s;  // the earliest; at one place, the shortest (it ends first)
+    }
+  }
   if (first != std::string::npos) {
     if (first > 0) out.push_back(Delta{d.channel, text.substr(0, first)});
     stopped_ = true;

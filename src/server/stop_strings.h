@@ -23,6 +23,7 @@ class StopMatcher {
   // End of generation without a stop: the held-back tail is shown.
   void finish(std::vector<Delta>& out);
   bool stopped() const { return stopped_; }
+  const std::string& matched_stop() const { return matched_; }  // the stop string that ended the text
   bool active() const { return !stops_.empty(); }
 
  private:
@@ -32,6 +33,7 @@ class StopMatcher {
   Channel held_channel_ = Channel::Text;
   std::string held_;  // a tail of held_channel_'s text that begins some stop string
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace deltafin::server

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `deltafin serve` driven by the official openai npm package (tests/server):
+# `deltafin serve` driven by the official openai npm package (tests/server),
+# and its /v1/messages by the official @anthropic-ai/sdk (anthropic_test.mjs):
 # chat and completions (streaming and not), models, 20+ refused requests,
 # 413/405/404, the FIFO queue (twenty clients, one leaving, 429 when full),
 # keep-alive, /metrics, disconnects, API keys, a refused non-loopback bind,
@@ -17,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ ! -d "$SRC/tests/server/node_modules/openai" ]]; then
+if [[ ! -d "$SRC/tests/server/node_modules/openai" || ! -d "$SRC/tests/server/node_modules/@anthropic-ai/sdk" ]]; then
   npm ci --prefix "$SRC/tests/server" --no-audit --no-fund >/dev/null
 fi
 
@@ -53,6 +54,7 @@ client() { node "$SRC/tests/server/client_test.mjs" "$@"; }
 
 start_server
 client main "http://127.0.0.1:$PORT/v1" deltafin
+node "$SRC/tests/server/anthropic_test.mjs" "http://127.0.0.1:$PORT" deltafin
 # Output equals `deltafin run` for the same prompt and limit (when run takes text prompts).
 if "$BIN" run --model "$TMP/tiny" --prompt "x" --max-new 1 >/dev/null 2>&1; then
   want=$("$BIN" run --model "$TMP/tiny" --threads 1 --prompt "Once upon a time" --max-new 12)
@@ -87,6 +89,19 @@ stop_server
 
 start_server --api-key "test-key-123" --model-name k3-test
 client auth "http://127.0.0.1:$PORT/v1" k3-test test-key-123
+# Anthropic clients send x-api-key: the right key is served, a wrong one is a 401 in Anthropic's shape.
+node -e '
+const [url, key] = process.argv.slice(1);
+const post = (k) => fetch(url, { method: "POST", headers: { "x-api-key": k, "content-type": "application/json" },
+  body: JSON.stringify({ model: "k3-test", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }) });
+(async () => {
+  const good = await post(key);
+  if (good.status !== 200) throw new Error(`right key: ${good.status} ${await good.text()}`);
+  const bad = await post("wrong");
+  const j = await bad.json();
+  if (bad.status !== 401 || j.type !== "error" || j.error.type !== "authentication_error") throw new Error(JSON.stringify(j));
+  console.log("ok - /v1/messages: x-api-key accepted, a wrong key is 401 authentication_error");
+})().catch((e) => { console.error(`not ok - ${e}`); process.exit(1); });' "http://127.0.0.1:$PORT/v1/messages" test-key-123
 stop_server
 
 # SIGTERM during a stream: the client gets an error frame, the server exits 0.
