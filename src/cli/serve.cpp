@@ -132,6 +132,10 @@ void setup(CLI::App& app) {
       ->check(CLI::Range(1, 3600000))->capture_default_str();
   cmd->add_option("--send-timeout-ms", o->server.send_timeout_ms, "Longest wait for a client to take response bytes")
       ->check(CLI::Range(1, 3600000))->capture_default_str();
+  cmd->add_option("--stream-interval-ms", o->server.stream_interval_ms,
+                  "Streamed tokens that come sooner than this after the last send wait and go out together "
+                  "(0: each at once; the first token is never held)")
+      ->check(CLI::Range(0, 1000))->capture_default_str();
   cmd->add_flag("--no-state-reuse", o->no_state_reuse, "Always prefill the whole conversation");
   cmd->add_option("--draft", o->draft,
                   "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR; "

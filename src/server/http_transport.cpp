@@ -75,6 +75,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   void send_response(Exchange* who, HttpResponse r);
   void send_stream_head(Exchange* who, int status, const std::string& content_type, const HeaderList& headers);
+  void schedule_send(Exchange* who, Clock::time_point due);  // sends who's pending pieces at `due`
+  void send_pending(Exchange* who);
   void send_chunk(Exchange* who, std::string data, size_t counted);
   void send_stream_end(Exchange* who);
 
@@ -123,7 +125,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   HttpTransport::Impl& t_;
   tcp::socket sock_;
-  net::steady_timer read_timer_, write_timer_;
+  net::steady_timer read_timer_, write_timer_, send_timer_;
   uint64_t read_gen_ = 0, write_gen_ = 0;
   beast::flat_buffer buf_{kBufferLimit};
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -212,23 +214,40 @@ void Exchange::begin_stream(int status, const std::string& content_type, HeaderL
   });
 }
 
-bool Exchange::write(std::string data) {
+bool Exchange::write(std::string data, bool now) {
   if (data.empty()) return !gone();
   const size_t n = data.size();
+  Clock::time_point due;
   {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return gone_.load() || unsent_ <= kMaxUnsent; });
     if (gone_.load()) return false;
     unsent_ += n;
+    pending_ += data;
+    pending_counted_ += n;
+    if (send_scheduled_ && !now) return true;  // goes with the send already due
+    send_scheduled_ = true;
+    due = now ? Clock::time_point{} : last_send_ + std::chrono::milliseconds(conn_->transport().opt.stream_interval_ms);
   }
-  conn_->post([self = shared_from_this(), data = std::move(data), n](Connection& c) mutable {
-    c.send_chunk(self.get(), std::move(data), n);
-  });
+  conn_->post([self = shared_from_this(), due](Connection& c) { c.schedule_send(self.get(), due); });
   return true;
 }
 
+std::pair<std::string, size_t> Exchange::take_pending() {
+  std::lock_guard lock(mu_);
+  send_scheduled_ = false;
+  if (pending_counted_ > 0) last_send_ = Clock::now();
+  std::pair<std::string, size_t> out{std::move(pending_), pending_counted_};
+  pending_.clear();
+  pending_counted_ = 0;
+  return out;
+}
+
 void Exchange::end_stream() {
-  conn_->post([self = shared_from_this()](Connection& c) { c.send_stream_end(self.get()); });
+  conn_->post([self = shared_from_this()](Connection& c) {
+    c.send_pending(self.get());
+    c.send_stream_end(self.get());
+  });
 }
 
 void Exchange::on_gone(std::function<void()> f) {
@@ -274,6 +293,7 @@ Connection::Connection(HttpTransport::Impl& t, tcp::socket sock, std::string cli
       sock_(std::move(sock)),
       read_timer_(sock_.get_executor()),
       write_timer_(sock_.get_executor()),
+      send_timer_(sock_.get_executor()),
       client_(std::move(client)) {}
 
 Connection::~Connection() { t_.unregister(this); }
@@ -549,6 +569,21 @@ void Connection::send_stream_head(Exchange* who, int status, const std::string& 
   enqueue(os.str(), false);
 }
 
+void Connection::schedule_send(Exchange* who, Clock::time_point due) {
+  if (due <= Clock::now()) return send_pending(who);
+  // One stream per connection at a time, so one timer: a send that is due
+  // sooner (a `now` write) leaves this one nothing to send.
+  send_timer_.expires_at(due);
+  send_timer_.async_wait([self = shared_from_this(), who = who->shared_from_this()](const error_code& ec) {
+    if (!ec) self->send_pending(who.get());
+  });
+}
+
+void Connection::send_pending(Exchange* who) {
+  auto [data, counted] = who->take_pending();
+  if (counted > 0) send_chunk(who, std::move(data), counted);
+}
+
 void Connection::send_chunk(Exchange* who, std::string data, size_t counted) {
   if (closed_ || !ex_ || ex_.get() != who || ex_->status_ == 0) {
     who->sent(counted);
@@ -559,6 +594,7 @@ void Connection::send_chunk(Exchange* who, std::string data, size_t counted) {
 }
 
 void Connection::send_stream_end(Exchange* who) {
+  send_timer_.cancel();  // nothing is pending now; it would only hold the exchange
   if (closed_ || !ex_ || ex_.get() != who || ex_->status_ == 0) return;
   enqueue(chunked_ ? beast::buffers_to_string(http::make_chunk_last()) : std::string(), true);
 }
@@ -639,6 +675,7 @@ void Connection::close_now() {
   disarm_read();
   ++write_gen_;
   write_timer_.cancel();
+  send_timer_.cancel();
   error_code ig;
   sock_.shutdown(tcp::socket::shutdown_both, ig);
   sock_.close(ig);

@@ -99,8 +99,12 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void respond(HttpResponse r);
   void begin_stream(int status, const std::string& content_type, HeaderList headers);
   // Blocks while more than a bounded amount is still unsent (the send timeout
-  // bounds the wait); false once the client is gone.
-  bool write(std::string data);
+  // bounds the wait); false once the client is gone. Pieces written within
+  // TransportOptions::stream_interval_ms of the last send are sent together
+  // when that interval is up (one chunk, one wake of an I/O thread, one read
+  // for the client); `now` sends at once (what the client waits for: the
+  // first token). end_stream() sends what is pending first.
+  bool write(std::string data, bool now = false);
   void end_stream();
 
   bool gone() const { return gone_.load(); }
@@ -113,6 +117,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   friend class Connection;
   void mark_gone();
   void sent(size_t bytes);
+  // The pieces written since the last send, and the bytes they count.
+  std::pair<std::string, size_t> take_pending();
 
   std::shared_ptr<Connection> conn_;
   HttpRequest req_;
@@ -120,6 +126,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::mutex mu_;
   std::condition_variable cv_;
   size_t unsent_ = 0;
+  std::string pending_;           // written, not yet handed to the connection
+  size_t pending_counted_ = 0;
+  bool send_scheduled_ = false;   // a send of pending_ is posted or timed
+  std::chrono::steady_clock::time_point last_send_{};
   std::vector<std::function<void()>> on_gone_;
   std::string detail_;
   int status_ = 0;          // what the handler answered
@@ -160,6 +170,7 @@ struct TransportOptions {
   int body_idle_timeout_ms = 30000;
   int send_timeout_ms = 30000;
   int stop_grace_ms = 1000;         // after stop(): how long replies in flight may take
+  int stream_interval_ms = 5;       // streamed pieces closer than this go out together (0: each at once)
   int io_threads = 2;
 };
 

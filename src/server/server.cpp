@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <utility>
 
 #include "server/anthropic.h"
 
@@ -103,6 +104,7 @@ Server::Server(Engine& engine, ServerOptions opt)
   t.head_timeout_ms = opt_.head_timeout_ms;
   t.body_idle_timeout_ms = opt_.body_idle_timeout_ms;
   t.send_timeout_ms = opt_.send_timeout_ms;
+  t.stream_interval_ms = opt_.stream_interval_ms;
   t.io_threads = opt_.io_threads;
   transport_ = std::make_unique<HttpTransport>(t, static_cast<HttpHandler&>(*this));
 }
@@ -430,6 +432,7 @@ void Server::run_job(GenerationJob& job) {
     };
     // Streamed log probabilities ride on the next chunk (a token may show no text yet).
     std::vector<TokenLogprob> pending_lp;
+    bool first = true;  // the first token goes out at once (time to first token); later ones may batch
     auto sink = [&](const std::vector<Delta>& step, std::span<const TokenLogprob> lp) {
       if (ex.gone() || job.cancel.load()) return false;
       if (!r.stream) return true;
@@ -440,7 +443,7 @@ void Server::run_job(GenerationJob& job) {
         out += sse_delta(meta, d, r.include_usage, r.logprobs ? &carried : nullptr);
         pending_lp.clear();
       }
-      return ex.write(std::move(out));
+      return out.empty() || ex.write(std::move(out), std::exchange(first, false));
     };
     if (c > 0 && streaming) ex.write(sse_opening(meta, r.include_usage));  // each chat choice opens with its role
     auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel, c);
@@ -541,12 +544,13 @@ void Server::run_anthropic(GenerationJob& job) {
     ex.begin_stream(200, "text/event-stream; charset=utf-8", std::move(h));
     streaming = ex.write(stream.start(job.meta.id, job.meta.model, prefill + cached));
   };
+  bool first = true;  // as in run_job: the first token at once
   auto sink = [&](const std::vector<Delta>& step, std::span<const TokenLogprob>) {
     if (ex.gone() || job.cancel.load()) return false;
     if (!r.stream) return true;
     std::string out;
     for (const Delta& d : step) out += stream.push(d);
-    return out.empty() || ex.write(std::move(out));
+    return out.empty() || ex.write(std::move(out), std::exchange(first, false));
   };
   auto result = engine_.generate(r, job.ids, on_start, sink, &job.cancel);
   if (!result.ok() || result->cancelled) {

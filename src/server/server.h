@@ -47,6 +47,7 @@ struct ServerOptions {
   int head_timeout_ms = 10000;
   int body_idle_timeout_ms = 30000;
   int send_timeout_ms = 30000;
+  int stream_interval_ms = 5;  // streamed tokens closer than this are sent together
   int io_threads = 2;
   // Receives the request log (one line per request, one more per 5xx); stderr when empty.
   std::function<void(const std::string&)> log;

@@ -23,6 +23,7 @@ struct RawResponse {
   std::map<std::string, std::string> fields;  // lower-cased names (last wins)
   std::string body;                           // de-chunked
   bool chunked = false;
+  int chunks = 0;  // data chunks of a chunked body (the last, empty one not counted)
   std::string error;  // why no complete response was read (empty: complete)
   bool ok() const { return error.empty(); }
   std::string field(const std::string& name) const {
@@ -106,6 +107,7 @@ class RawClient {
         r.body += buf_.substr(eol + 2, size);
         buf_.erase(0, eol + 2 + size + 2);
         if (size == 0) return r;
+        ++r.chunks;
       }
     }
     if (r.fields.count("content-length")) {

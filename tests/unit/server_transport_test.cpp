@@ -182,6 +182,43 @@ TEST(ServerTransport, StreamsAreChunkedAndTheConnectionIsReused) {
   EXPECT_EQ(c.read().status, 200);
 }
 
+// Tokens that come sooner than --stream-interval-ms after the last send go out
+// together in one chunk; the first token and the end are never held. The
+// tiny model decodes 40 tokens in far less than the 2 s interval, so one
+// chunk carries the opening, one the first token, and one all the rest;
+// every event is still there, in order, and the text is the same as when
+// each token is sent as soon as the connection can take it.
+TEST(ServerTransport, StreamedTokensWithinTheIntervalShareAChunk) {
+  auto stream_of = [](int interval_ms, double* ms) {
+    server::ServerOptions so;
+    so.stream_interval_ms = interval_ms;
+    LiveServer s(so);
+    return fetch(s.port(), completion("batch these", 40, true), ms);
+  };
+  double held_ms = 0, each_ms = 0;
+  const RawResponse held = stream_of(2000, &held_ms);
+  const RawResponse each = stream_of(0, &each_ms);
+  ASSERT_TRUE(held.ok() && each.ok()) << held.error << each.error;
+  auto texts = [](const std::string& body) {
+    std::string out;
+    int events = 0;
+    for (size_t pos = 0; (pos = body.find("data: {", pos)) != std::string::npos; ++pos, ++events) {
+      const auto j = nlohmann::json::parse(body.substr(pos + 6, body.find('\n', pos) - pos - 6));
+      out += j["choices"][0].value("text", "");
+    }
+    return std::make_pair(out, events);
+  };
+  const auto [held_text, held_events] = texts(held.body);
+  const auto [each_text, each_events] = texts(each.body);
+  EXPECT_EQ(held_text, each_text);
+  EXPECT_EQ(held_events, each_events);
+  ASSERT_GE(each_events, 20);
+  // At interval 0 a token joins the one before only while that one's send is still queued.
+  EXPECT_GT(each.chunks, held.chunks);
+  EXPECT_LE(held.chunks, 3) << "events " << held_events;
+  EXPECT_LT(held_ms, 1500) << "the end of the stream was held for the interval";
+}
+
 TEST(ServerTransport, SlowHeadTimesOutAndDoesNotBlockOthers) {
   LiveServer s(fast_timeouts());
   RawClient slow(s.port());

@@ -4,12 +4,14 @@
 The same model, prompt, thread count and token budget, in alternating runs
 (run, server, run, server, ...), medians reported. `run` times from before
 tokenisation (its --stats-json `ttft_s`, decode from `step_s`); the server is
-timed as a client sees it: from sending the request to the first streamed
-text, and decode as (completion_tokens - 1) / (finish chunk - first chunk).
+timed as a client sees it: from sending the request to the arrival of the
+first streamed text, and decode as (completion_tokens - 1) / (arrival of the
+finish chunk - arrival of the first text).
 Both decode greedily and must produce the same text (checked). Python's
 standard library only.
 
 Usage: server_vs_run.py BIN --model DIR [--prompt TEXT] [--max-tokens N] [--threads N] [--repeats N]
+                        [--server-arg=ARG ...]   (e.g. --server-arg=--stream-interval-ms=0)
 """
 import argparse
 import http.client
@@ -38,7 +40,7 @@ def run_once(args, tmp):
 
 def start_server(args):
     p = subprocess.Popen([args.bin, "serve", "--model", args.model, "--port", "0", "--threads", str(args.threads),
-                          "--memo-entries", "0", "--max-tokens", str(max(args.max_tokens, 16))],
+                          "--memo-entries", "0", "--max-tokens", str(max(args.max_tokens, 16))] + args.server_arg,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for line in p.stdout:
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -48,31 +50,40 @@ def start_server(args):
 
 
 def server_once(args, port):
+    """The client reads whatever has arrived in large reads and stamps each read; the
+    events are parsed afterwards, so the client's own work stays small (it shares the
+    machine with the server, as `run`'s reader does)."""
     conn = http.client.HTTPConnection("127.0.0.1", port)
     body = json.dumps({"prompt": args.prompt, "max_tokens": args.max_tokens, "stream": True,
                        "stream_options": {"include_usage": True}})
     t0 = time.perf_counter()
     conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
     resp = conn.getresponse()
-    first = finish = None
-    text, tokens = "", 0
+    reads = []  # (end offset in the body, arrival time)
+    data = b""
     while True:
-        line = resp.readline()
-        if not line:
+        piece = resp.read1(1 << 16)
+        if not piece:
             break
-        line = line.decode().strip()
-        if not line.startswith("data: ") or line == "data: [DONE]":
+        data += piece
+        reads.append((len(data), time.perf_counter()))
+    conn.close()
+    arrived = lambda offset: next(t for end, t in reads if end >= offset)
+    first = finish = None
+    text, tokens, pos = "", 0, 0
+    for line in data.split(b"\n"):
+        pos += len(line) + 1
+        if not line.startswith(b"data: ") or line == b"data: [DONE]":
             continue
         j = json.loads(line[6:])
         if j.get("usage"):
             tokens = j["usage"]["completion_tokens"]
         for c in j.get("choices", []):
             if c.get("text") and first is None:
-                first = time.perf_counter()
+                first = arrived(pos - 1)
             text += c.get("text") or ""
             if c.get("finish_reason"):
-                finish = time.perf_counter()
-    conn.close()
+                finish = arrived(pos - 1)
     return first - t0, (tokens - 1) / (finish - first), text
 
 
@@ -84,6 +95,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--server-arg", action="append", default=[], help="passed to `deltafin serve`")
     args = ap.parse_args()
     server, port = start_server(args)
     runs, served = [], []
