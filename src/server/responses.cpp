@@ -96,8 +96,22 @@ ojson Usage::to_json() const {
   return u;
 }
 
+ojson Timings::to_json() const {
+  auto rate = [](double n, double s) { return n > 0 && s > 0 ? ojson(n / s) : ojson(nullptr); };
+  ojson t;
+  t["prefill_tokens"] = prefill_tokens;
+  t["prefill_ms"] = prefill_seconds * 1e3;
+  t["prefill_tokens_per_second"] = rate(double(prefill_tokens), prefill_seconds);
+  t["completion_tokens"] = completion_tokens;
+  t["decode_ms"] = decode_seconds * 1e3;
+  t["decode_tokens_per_second"] = rate(double(completion_tokens - 1), decode_seconds);
+  t["expert_bytes"] = expert_bytes;
+  t["expert_mb_per_second"] = rate(double(expert_bytes) / 1e6, prefill_seconds + decode_seconds);
+  return t;
+}
+
 ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, const std::string& finish_reason,
-                    const Usage& usage, const std::span<const TokenLogprob>* lp) {
+                    const Usage& usage, const std::span<const TokenLogprob>* lp, const Timings* timings) {
   std::string text, reasoning, content;
   ojson calls = ojson::array();
   for (const Delta& d : deltas) {
@@ -123,6 +137,7 @@ ojson full_response(const ResponseMeta& m, const std::vector<Delta>& deltas, con
   c["finish_reason"] = finish_reason;
   j["choices"] = ojson::array({c});
   j["usage"] = usage.to_json();
+  if (timings) j["timings"] = timings->to_json();
   return j;
 }
 
@@ -145,10 +160,11 @@ std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, 
   return chunk(m, is_chat(m) ? ojson::object() : ojson(""), finish_reason, include_usage, lp);
 }
 
-std::string sse_usage(const ResponseMeta& m, const Usage& usage) {
+std::string sse_usage(const ResponseMeta& m, const Usage& usage, const Timings* timings) {
   ojson j = chunk_base(m);
   j["choices"] = ojson::array();
   j["usage"] = usage.to_json();
+  if (timings) j["timings"] = timings->to_json();
   return frame(j);
 }
 

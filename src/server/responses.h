@@ -26,6 +26,16 @@ struct Usage {
   nlohmann::ordered_json to_json() const;
 };
 
+// Where a fresh answer's time went ("timings", a Deltafin extension in the
+// style of llama.cpp's server; clients that do not know it ignore it). Not
+// sent for memo replays, which do no model work.
+struct Timings {
+  int64_t prefill_tokens = 0, completion_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;  // decode: the completion_tokens - 1 steps after the first
+  uint64_t expert_bytes = 0;                       // routed expert bytes the answer used
+  nlohmann::ordered_json to_json() const;
+};
+
 // A choice's "logprobs": chat {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null};
 // completions {"tokens", "token_logprobs", "top_logprobs" ({text: logprob} each), "text_offset"}.
 // Null when the request did not ask for them (`lp` null).
@@ -34,7 +44,8 @@ nlohmann::ordered_json logprobs_json(const ResponseMeta& m, const std::span<cons
 // Non-streaming body: all deltas joined per channel.
 nlohmann::ordered_json full_response(const ResponseMeta& m, const std::vector<Delta>& deltas,
                                      const std::string& finish_reason, const Usage& usage,
-                                     const std::span<const TokenLogprob>* lp = nullptr);
+                                     const std::span<const TokenLogprob>* lp = nullptr,
+                                     const Timings* timings = nullptr);
 
 // SSE frames ("data: ...\n\n"). Chat opens with a role chunk; completions do not.
 // A delta or the finish chunk carries the log probabilities of the tokens
@@ -44,7 +55,7 @@ std::string sse_delta(const ResponseMeta& m, const Delta& d, bool include_usage,
                       const std::span<const TokenLogprob>* lp = nullptr);
 std::string sse_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage,
                        const std::span<const TokenLogprob>* lp = nullptr);
-std::string sse_usage(const ResponseMeta& m, const Usage& usage);
+std::string sse_usage(const ResponseMeta& m, const Usage& usage, const Timings* timings = nullptr);
 std::string sse_error(const std::string& message, const std::string& type, const std::string& code);
 inline const char* sse_done() { return "data: [DONE]\n\n"; }
 

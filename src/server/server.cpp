@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "server/anthropic.h"
+#include "server/web_page.h"
 
 
 namespace deltafin::server {
@@ -194,7 +195,8 @@ std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
   const bool messages = is_anthropic(path);
   const bool health = path == "/health";
   const bool metrics = path == "/metrics";
-  if (!models && !model_item && !chat && !completions && !messages && !health && !metrics)
+  const bool page = path == "/";
+  if (!models && !model_item && !chat && !completions && !messages && !health && !metrics && !page)
     return error_response(make_error(404, fmt::format("unknown URL: {} {}", req.method, path), "invalid_request_error",
                                      "not_found"));
   const bool post = chat || completions || messages;
@@ -205,6 +207,14 @@ std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
                                 "invalid_request_error", "method_not_allowed"),
                      {{"Allow", allowed}});
   if (health) return HttpResponse{200, "application/json", R"({"status":"ok"})", {}};
+  // The page holds nothing secret, so it needs no key; the API calls it makes do.
+  if (page)
+    return HttpResponse{200, "text/html; charset=utf-8", std::string(chat_page()),
+                        {{"Cache-Control", "no-cache"},
+                         {"X-Content-Type-Options", "nosniff"},
+                         {"Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; "
+                                                     "style-src 'unsafe-inline'; connect-src 'self'; "
+                                                     "frame-ancestors 'none'"}}};
   if (!authorized(req)) {
     const bool given = req.header("authorization") != nullptr || req.header("x-api-key") != nullptr;
     return error_for(path,
@@ -497,8 +507,10 @@ void Server::run_job(GenerationJob& job) {
     memo_.insert(r.memo_key, MemoEntry{first.deltas, first.finish_reason, first.prompt_tokens, first.completion_tokens});
   // The prompt is counted once, as OpenAI does; completion tokens are summed over the choices.
   const Usage usage{first.prompt_tokens, completion_tokens, first.cached_tokens};
+  const Timings timings{first.prefill_tokens, first.completion_tokens, first.prefill_seconds, first.decode_seconds,
+                  first.expert_bytes};
   if (r.stream) {
-    std::string out = r.include_usage ? sse_usage(job.meta, usage) : "";
+    std::string out = r.include_usage ? sse_usage(job.meta, usage, &timings) : "";
     out += sse_done();
     ex.write(std::move(out));
     ex.end_stream();
@@ -514,7 +526,8 @@ void Server::run_job(GenerationJob& job) {
     meta.choice = c;
     const GenerationOutcome& o = outcomes[size_t(c)];
     const std::span<const TokenLogprob> all(o.logprobs);
-    auto one = full_response(meta, o.deltas, o.finish_reason, usage, r.logprobs ? &all : nullptr);
+    const Timings t{o.prefill_tokens, o.completion_tokens, o.prefill_seconds, o.decode_seconds, o.expert_bytes};
+    auto one = full_response(meta, o.deltas, o.finish_reason, usage, r.logprobs ? &all : nullptr, &t);
     if (c == 0) body = std::move(one);
     else body["choices"].push_back(std::move(one["choices"][0]));
   }

@@ -18,9 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ ! -d "$SRC/tests/server/node_modules/openai" || ! -d "$SRC/tests/server/node_modules/@anthropic-ai/sdk" ]]; then
-  npm ci --prefix "$SRC/tests/server" --no-audit --no-fund >/dev/null
-fi
+bash "$SRC/tests/server/ensure_modules.sh" "$SRC"
 
 "$BIN" make-model --preset tiny --out "$TMP/tiny" --seed 7 >/dev/null
 

@@ -46,6 +46,34 @@ TEST(ServerResponses, ToolCallsInTheMessageAndInStreamDeltas) {
   EXPECT_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
 }
 
+// "timings": rates from the counts and times; null where there is nothing to
+// divide (one token has no decode steps); on the usage chunk and the body.
+TEST(ServerResponses, TimingsGiveRatesAndNullWhereUndefined) {
+  const Timings t{100, 41, 0.25, 0.5, 3'000'000};
+  const json j = json::parse(t.to_json().dump());
+  EXPECT_EQ(j["prefill_tokens"], 100);
+  EXPECT_DOUBLE_EQ(j["prefill_ms"].get<double>(), 250.0);
+  EXPECT_DOUBLE_EQ(j["prefill_tokens_per_second"].get<double>(), 400.0);
+  EXPECT_EQ(j["completion_tokens"], 41);
+  EXPECT_DOUBLE_EQ(j["decode_ms"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(j["decode_tokens_per_second"].get<double>(), 80.0);  // 40 steps after the first token
+  EXPECT_EQ(j["expert_bytes"], 3000000);
+  EXPECT_DOUBLE_EQ(j["expert_mb_per_second"].get<double>(), 4.0);       // 3 MB over 0.75 s
+  const json one = json::parse(Timings{5, 1, 0.01, 0.0, 0}.to_json().dump());
+  EXPECT_TRUE(one["decode_tokens_per_second"].is_null());
+  EXPECT_TRUE(one["expert_mb_per_second"].is_null());
+
+  ResponseMeta m;
+  m.kind = RequestKind::Completion;
+  const Usage u{10, 41, 0};
+  const std::string frame = sse_usage(m, u, &t);
+  const json chunk = json::parse(frame.substr(6));
+  EXPECT_EQ(chunk["timings"], j);
+  EXPECT_FALSE(json::parse(sse_usage(m, u).substr(6)).contains("timings"));
+  EXPECT_EQ(json::parse(full_response(m, {}, "stop", u, nullptr, &t).dump())["timings"], j);
+  EXPECT_FALSE(json::parse(full_response(m, {}, "stop", u).dump()).contains("timings"));
+}
+
 TEST(ServerResponses, ChoiceIndexAndLogprobShapes) {
   ResponseMeta m{RequestKind::Completion, "cmpl-1", "k3", 1, 2};
   TokenLogprob a{"ab", -0.5, {{"ab", -0.5}, {"a", -1.5}}, 0}, b{"\xff", -2.0, {{"\xfe", -1.0}, {"\xff", -2.0}}, 2};
