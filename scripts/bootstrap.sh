@@ -10,7 +10,7 @@ pkgs=(cmake g++ make pkg-config git
 # Node.js may come from another source (it bundles npm); only ask Debian when absent.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
-if [[ "${DELTAFIN_WITH_TORCH:-0}" == 1 ]]; then pkgs+=(python3-torch python3-numpy); fi
+if [[ "${DELTAFIN_WITH_TORCH:-0}" == 1 ]]; then pkgs+=(python3-torch python3-numpy python3-regex); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Golden logits: every decided step's fp32 logits (`run --dump-logits`) of the
 # demo model, `tiny` (also at a 4,000-token context) and a small k3-shaped
-# model must be byte-identical to the digests in tests/golden/logits/SHA256SUMS,
-# which were written by the engine before the compute rework of the kernels,
-# attention and thread pool. Each case runs with several thread counts and
+# model must be byte-identical to the digests in tests/golden/logits/SHA256SUMS.
+# The tiny and k3-shaped digests were written by the engine before the compute
+# rework of the kernels, attention and thread pool; the demo ones on 2026-12-01
+# for the chat-tuned weights (docs/DEMO_MODEL.md), by the engine that matches
+# the PyTorch golden tokens on them. Each case runs with several thread counts and
 # prefill chunk sizes; every variant must give the same bytes.
 # Usage: logits_golden.sh BIN SRC [--write]   (--write: record new digests)
 set -euo pipefail
