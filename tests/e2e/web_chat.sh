@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The web chat page at GET / in headless Chromium (tests/server/web_chat_test.mjs):
-# type, stream, stop, a second turn with the numbers line; a screenshot of the
+# a long sampled answer streamed and stopped, then a greedy answer with its
+# numbers line (tests/server/web_chat_test.mjs has the details); a screenshot of the
 # page is kept as web-chat.png in the directory the test runs in (ctest: the
 # build directory) or in $DELTAFIN_TEST_ARTIFACTS.
 # Usage: bash web_chat.sh <deltafin-binary> <source-dir>

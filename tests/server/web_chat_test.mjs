@@ -1,8 +1,9 @@
 // The web chat at GET / in headless Chromium (Debian's `chromium`, driven by
-// puppeteer-core): type a message, watch the answer stream into the folded
-// thinking block, press Stop and check the stream really ended (and the
-// server cancelled the generation), then ask a short question without
-// thinking and check the answer and its tok/s and expert MB/s line.
+// puppeteer-core) on models/demo: type a message, watch a long sampled answer
+// stream into the folded thinking block, press Stop and check the stream
+// really ended (and the server cancelled the generation); then, in a new
+// chat, a greedy question: the think folded, the answer, and its tok/s and
+// expert MB/s line.
 // A screenshot of the page is written to SCREENSHOT.
 // Usage: node web_chat_test.mjs BASE_URL SCREENSHOT
 import assert from 'node:assert/strict';
@@ -38,50 +39,63 @@ try {
   await page.waitForFunction(() => document.getElementById('model').textContent === 'deltafin');
   ok('the page loads from the binary and finds the model');
 
-  // A long answer with thinking on: it streams into the folded thinking block.
+  // A long answer: sampled at temperature 2 with seed 1, the demo model writes
+  // past 3,000 tokens (checked with `deltafin run --chat --temperature 2 --seed 1`),
+  // so Stop always comes first. Its text streams into the folded thinking block.
   const cancelled0 = await metric('deltafin_generations_cancelled_total');
-  await page.$eval('#max-tokens', (e) => { e.value = '4000'; });
+  const set = (id, v) => page.$eval(id, (e, v) => { e.value = v; }, v);
+  await set('#max-tokens', '3000');
+  await set('#temperature', '2');
+  await set('#seed', '1');
   await page.type('#input', 'Write a Python function that adds two numbers.');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => !document.getElementById('stop').hidden);
-  const thinkLen = () => page.$eval('.msg.assistant:last-of-type .thinking .text', (e) => e.textContent.length);
+  const shown = () => page.$eval('.msg.assistant:last-of-type', (e) => e.querySelector('.thinking .text').textContent.length +
+                                                                      e.querySelector('.content').textContent.length);
+  await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type .thinking .text').textContent.length > 0);
+  const first = await shown();
   await page.waitForFunction(
-    () => (document.querySelector('.msg.assistant:last-of-type .thinking .text')?.textContent.length ?? 0) > 0);
-  const first = await thinkLen();
-  await page.waitForFunction(
-    (n) => document.querySelector('.msg.assistant:last-of-type .thinking .text').textContent.length > n, {}, first);
+    (n) => { const e = document.querySelector('.msg.assistant:last-of-type');
+             return e.querySelector('.thinking .text').textContent.length + e.querySelector('.content').textContent.length > n; },
+    {}, first);
   const folded = await page.$eval('.msg.assistant:last-of-type .thinking', (e) => !e.hidden && !e.open);
   assert.ok(folded, 'the thinking block is shown, folded');
-  assert.equal(await page.$eval('#stop', (e) => e.hidden), false);
+  assert.equal(await page.$eval('#stop', (e) => e.hidden), false, 'still streaming');
   ok(`text streams in while the answer runs (${first} characters, then more)`);
 
   await page.click('#stop');
   await page.waitForFunction(() => document.getElementById('stop').hidden && !document.getElementById('send').hidden);
-  const atStop = await thinkLen();
+  const atStop = await shown();
   await sleep(400);
-  assert.equal(await thinkLen(), atStop, 'nothing arrives after Stop');
+  assert.equal(await shown(), atStop, 'nothing arrives after Stop');
   const stats = await page.$eval('.msg.assistant:last-of-type .stats', (e) => e.textContent);
   assert.match(stats, /stopped after \d+ pieces/);
-  // The server noticed the closed stream and stopped generating (well before 4000 tokens).
+  // The server noticed the closed stream and stopped generating (well before 3,000 tokens).
   for (let i = 0; i < 100 && (await metric('deltafin_generations_cancelled_total')) === cancelled0; ++i) await sleep(50);
   assert.equal(await metric('deltafin_generations_cancelled_total'), cancelled0 + 1);
   ok(`Stop ends the stream (${atStop} characters kept) and cancels the generation`);
 
-  // A short answer without thinking: the text is the answer, with the server's numbers.
-  await page.click('#thinking');
-  await page.$eval('#max-tokens', (e) => { e.value = '24'; });
-  await page.type('#input', 'And one that multiplies them?');
+  // A new chat, greedy: the demo model thinks (folded), answers and ends the message itself.
+  await page.click('#clear');
+  await set('#max-tokens', '300');
+  await set('#temperature', '0');
+  await set('#seed', '');
+  await page.type('#input', 'What does `os.path.join` do?');
   await page.click('#send');
-  await page.waitForFunction(() => document.querySelectorAll('.msg.assistant').length === 2 &&
+  await page.waitForFunction(() => document.querySelectorAll('.msg.assistant').length === 1 &&
                                    document.getElementById('stop').hidden, { timeout: 60000 });
-  const answer = await page.$eval('.msg.assistant:last-of-type .content', (e) => e.textContent);
+  const answer = await page.$eval('.msg.assistant .content', (e) => e.textContent);
+  const thought = await page.$eval('.msg.assistant .thinking', (e) => (!e.hidden && !e.open ? e.textContent : ''));
   assert.ok(answer.length > 0, 'the answer has text');
-  const line = await page.$eval('.msg.assistant:last-of-type .stats', (e) => e.textContent);
-  assert.match(line, /^24 tokens · \d+\.\d tok\/s · \d+\.\d expert MB\/s · prefill \d+ tokens in \d+ ms/);
-  assert.equal(await page.$$eval('.msg.user', (es) => es.length), 2);
+  assert.ok(thought.length > 'Thinking'.length, 'the think is shown, folded');
+  const line = await page.$eval('.msg.assistant .stats', (e) => e.textContent);
+  assert.match(line, /^\d+ tokens · \d+\.\d tok\/s · \d+\.\d expert MB\/s · prefill \d+ tokens in \d+ ms/);
+  assert.doesNotMatch(line, /max tokens/, 'the model ended the message itself');
   assert.equal(await page.$$eval('.msg.error', (es) => es.length), 0);
-  ok(`a second turn answers without thinking: ${JSON.stringify(answer.slice(0, 40))}... | ${line}`);
+  ok(`a greedy answer: ${JSON.stringify(answer.slice(0, 60))} | ${line}`);
 
+  // Open the think for the screenshot.
+  await page.$eval('.msg.assistant .thinking', (e) => { e.open = true; });
   await page.screenshot({ path: screenshot, fullPage: true });
   ok(`screenshot saved: ${screenshot}`);
   assert.deepEqual(problems, []);
