@@ -11,31 +11,14 @@ set -euo pipefail
 BIN=$(realpath "$1")
 SRC=$(realpath "$2")
 TMP=$(mktemp -d)
-SERVER_PID=""
-cleanup() {
-  if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+source "$SRC/tests/server/serve.sh"
 
 bash "$SRC/tests/server/ensure_modules.sh" "$SRC"
 
 "$BIN" make-model --preset tiny --out "$TMP/tiny" --seed 7 >/dev/null
 
-# Starts a server on a free loopback port; sets SERVER_PID and PORT.
-start_server() {
-  : >"$TMP/server.log"  # exists before the first poll (the background redirect may not have run yet)
-  "$BIN" serve --model "$TMP/tiny" --port 0 --threads 1 "$@" >"$TMP/server.log" 2>&1 &
-  SERVER_PID=$!
-  PORT=""
-  for _ in $(seq 1 300); do
-    PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/server.log")
-    [[ -n "$PORT" ]] && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$TMP/server.log"; echo "server exited early"; exit 1; }
-    sleep 0.1
-  done
-  cat "$TMP/server.log"; echo "server did not start"; exit 1
-}
+# Starts a server on the tiny model (tests/server/serve.sh); sets SERVER_PID and PORT.
+start_tiny() { start_server --model "$TMP/tiny" --threads 1 "$@"; }
 
 # SIGTERM: the server must stop accepting, finish, and exit 0.
 stop_server() {
@@ -50,7 +33,7 @@ stop_server() {
 
 client() { node "$SRC/tests/server/client_test.mjs" "$@"; }
 
-start_server
+start_tiny
 client main "http://127.0.0.1:$PORT/v1" deltafin
 node "$SRC/tests/server/anthropic_test.mjs" "http://127.0.0.1:$PORT" deltafin
 # Output equals `deltafin run` for the same prompt and limit (when run takes text prompts).
@@ -63,29 +46,29 @@ if "$BIN" run --model "$TMP/tiny" --prompt "x" --max-new 1 >/dev/null 2>&1; then
 fi
 stop_server
 
-start_server --queue 32
+start_tiny --queue 32
 client queue "http://127.0.0.1:$PORT/v1" deltafin
 stop_server
 
-start_server --queue 1
+start_tiny --queue 1
 client full "http://127.0.0.1:$PORT/v1" deltafin
 stop_server
 
 # Seeded sampling reproduces, and drafting does not change it.
-start_server --memo-entries 0
+start_tiny --memo-entries 0
 plain=$(client sample "http://127.0.0.1:$PORT/v1" deltafin | tee /dev/stderr | tail -n 1)
 stop_server
-start_server --memo-entries 0 --draft ngram --draft-max 4
+start_tiny --memo-entries 0 --draft ngram --draft-max 4
 drafted=$(client sample "http://127.0.0.1:$PORT/v1" deltafin | tail -n 1)
 stop_server
 [[ "$plain" == "$drafted" ]] || { echo "seeded sampling differs with drafting: $plain vs $drafted"; exit 1; }
 echo "ok - seeded sampling: identical with --draft ngram"
 
-start_server --memo-entries 0
+start_tiny --memo-entries 0
 client reuse "http://127.0.0.1:$PORT/v1" deltafin
 stop_server
 
-start_server --api-key "test-key-123" --model-name k3-test
+start_tiny --api-key "test-key-123" --model-name k3-test
 client auth "http://127.0.0.1:$PORT/v1" k3-test test-key-123
 # Anthropic clients send x-api-key: the right key is served, a wrong one is a 401 in Anthropic's shape.
 node -e '
@@ -103,7 +86,7 @@ const post = (k) => fetch(url, { method: "POST", headers: { "x-api-key": k, "con
 stop_server
 
 # SIGTERM during a stream: the client gets an error frame, the server exits 0.
-start_server
+start_tiny
 node "$SRC/tests/server/client_test.mjs" shutdown "http://127.0.0.1:$PORT/v1" deltafin "" "$SERVER_PID"
 rc=0
 wait "$SERVER_PID" || rc=$?
