@@ -14,7 +14,6 @@ with. Deterministic for a given thread count (--threads): fixed seed, step-count
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chat_data  # noqa: E402
 import corpus  # noqa: E402
 from checkpoint import load_published  # noqa: E402
-from train import ROOT, eval_loss, heldout_batches, token_arrays  # noqa: E402
+from train import ROOT, adamw, eval_loss, heldout_batches, lr_at, token_arrays  # noqa: E402
 
 IGNORE = -100
 
@@ -105,18 +104,14 @@ def main():
           f"start: held-out code {eval_loss(model, hx, hy):.4f}, chat {chat_loss(model, held_chats, pad):.4f}",
           flush=True)
 
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        (decay if p.dim() >= 2 and "res_proj" not in name else no_decay).append(p)
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    opt = adamw(model, a.lr)
     rng = np.random.default_rng(a.seed)
     log = []
     t0 = time.time()
     steps = a.bench or a.steps
     ce = torch.nn.functional.cross_entropy
     for step in range(steps):
-        lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+        lr = lr_at(step, steps, a.lr, a.warmup)
         for g in opt.param_groups:
             g["lr"] = lr
         off = rng.integers(0, len(train) - a.seq - 1, size=a.code_batch)

@@ -89,6 +89,20 @@ def eval_loss(model, x, y, bs=8, exact=False):
     return tot / n
 
 
+def adamw(model, lr):
+    """AdamW (betas 0.9/0.95), weight decay 0.1 on matrices except the AttnRes pseudo-queries."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() >= 2 and "res_proj" not in name else no_decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+def lr_at(step, steps, peak, warmup):
+    """Linear warm-up, then cosine decay to 10% of the peak."""
+    return peak * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=CONFIGS, required=True)
@@ -117,11 +131,7 @@ def main():
     print(f"{a.model}: {n_params(model)/1e6:.2f}M params; train {len(train)} tokens, held-out {len(held)}", flush=True)
     hx, hy = heldout_batches(held, a.seq, 48)
 
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        (decay if p.dim() >= 2 and "res_proj" not in name else no_decay).append(p)
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    opt = adamw(model, a.lr)
     rng = np.random.default_rng(a.seed)
     qat_start = int(a.steps * (1 - a.qat_frac))
     log = []
@@ -133,7 +143,7 @@ def main():
             torch.save({"config": cfg.to_dict(), "state": model.state_dict()}, a.out.replace(".pt", "_preqat.pt"))
             for m in model.moes():
                 m.qat = True
-        lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+        lr = lr_at(step, steps, a.lr, a.warmup)
         for g in opt.param_groups:
             g["lr"] = lr
         off = rng.integers(0, len(train) - a.seq - 1, size=a.batch)
