@@ -400,6 +400,33 @@ void Server::generation_loop() {
   }
 }
 
+// A job leaves the queue: its wait goes to /metrics, and its queue stay to the response headers.
+HeaderList Server::start_job(const GenerationJob& job, double waited) {
+  metrics_.add_queue_wait(waited);
+  return {{"x-deltafin-queue-length", std::to_string(job.ticket.ahead)},
+          {"x-deltafin-queue-wait-ms", fmt::format("{:.0f}", waited * 1e3)},
+          {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)},
+          {"x-deltafin-generation", std::to_string(++generations_served_)}};
+}
+
+// A finished generation's counts, for /metrics.
+void Server::record(const GenerationOutcome& o) {
+  metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
+                          o.decode_seconds);
+  metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
+  metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
+}
+
+// What the client is told when a generation did not finish: cancelled (only
+// shutdown cancels a job whose client is still there), or failed. The full
+// message may name server files: it goes to the log, the client gets the request id.
+ApiError Server::generation_error(const Result<GenerationOutcome>& result, const std::string& id) {
+  if (result.ok()) return shutting_down();
+  log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", id, result.message()));
+  return make_error(500, fmt::format("generation failed (request id {}); the server log has the details", id),
+                    "server_error", "server_error");
+}
+
 void Server::run_job(GenerationJob& job) {
   Exchange& ex = *job.ex;
   if (job.cancel.load() || ex.gone()) {
@@ -410,11 +437,7 @@ void Server::run_job(GenerationJob& job) {
   const GenRequest& r = job.request;
   const bool chat = r.kind == RequestKind::Chat;
   const double waited = seconds_since(job.enqueued);
-  metrics_.add_queue_wait(waited);
-  const HeaderList queue_headers = {{"x-deltafin-queue-length", std::to_string(job.ticket.ahead)},
-                                    {"x-deltafin-queue-wait-ms", fmt::format("{:.0f}", waited * 1e3)},
-                                    {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)},
-                                    {"x-deltafin-generation", std::to_string(++generations_served_)}};
+  const HeaderList queue_headers = start_job(job, waited);
   auto stream_headers = [&](int64_t prefill, int64_t cached) {
     HeaderList h = {{"Cache-Control", "no-cache"},
                     {"X-Accel-Buffering", "no"},
@@ -462,15 +485,7 @@ void Server::run_job(GenerationJob& job) {
       engine_.discard();
       if (result.ok()) metrics_.cancelled.fetch_add(1);
       if (ex.gone()) return;  // the client left: nobody to answer
-      ApiError e;
-      if (result.ok()) {
-        e = shutting_down();
-      } else {
-        // The full message may name server files: it goes to the log, the client gets the request id.
-        log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", id, result.message()));
-        e = make_error(500, fmt::format("generation failed (request id {}); the server log has the details", id),
-                       "server_error", "server_error");
-      }
+      const ApiError e = generation_error(result, id);
       if (r.stream) {
         if (!streaming) ex.begin_stream(200, "text/event-stream; charset=utf-8", stream_headers(0, 0));
         ex.write(sse_error(e.message, e.type, e.code.value_or("server_error")) + sse_done());
@@ -480,18 +495,14 @@ void Server::run_job(GenerationJob& job) {
       }
       return;
     }
-    const GenerationOutcome& o = *result;
-    metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens,
-                            o.prefill_seconds, o.decode_seconds);
-    metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
-    metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
+    record(*result);
     // The generation is complete: keep its state and memo entry whether or not
     // the last bytes reach the client (both only ever reproduce exact output).
     if (chat) engine_.publish();
     else engine_.discard();
     if (r.stream) {
       const std::span<const TokenLogprob> rest(pending_lp);
-      ex.write(sse_finish(meta, o.finish_reason, r.include_usage, r.logprobs ? &rest : nullptr));
+      ex.write(sse_finish(meta, result->finish_reason, r.include_usage, r.logprobs ? &rest : nullptr));
     }
     outcomes.push_back(std::move(result).value());
   }
@@ -541,11 +552,7 @@ void Server::run_anthropic(GenerationJob& job) {
   const GenRequest& r = job.request;
   const std::string& path = ex.request().path;
   const double waited = seconds_since(job.enqueued);
-  metrics_.add_queue_wait(waited);
-  HeaderList base = {{"x-deltafin-queue-length", std::to_string(job.ticket.ahead)},
-                     {"x-deltafin-queue-wait-ms", fmt::format("{:.0f}", waited * 1e3)},
-                     {"x-deltafin-queue-ticket", std::to_string(job.ticket.number)},
-                     {"x-deltafin-generation", std::to_string(++generations_served_)}};
+  HeaderList base = start_job(job, waited);
   AnthropicStream stream;
   bool streaming = false;
   auto on_start = [&](int64_t prefill, int64_t cached) {
@@ -570,13 +577,7 @@ void Server::run_anthropic(GenerationJob& job) {
     engine_.discard();
     if (result.ok()) metrics_.cancelled.fetch_add(1);
     if (ex.gone()) return;
-    ApiError e = shutting_down();
-    if (!result.ok()) {
-      log(fmt::format("deltafin serve: error id={} status=500: generation failed: {}", ex.request().id,
-                      result.message()));
-      e = make_error(500, fmt::format("generation failed (request id {}); the server log has the details",
-                                      ex.request().id), "server_error", "server_error");
-    }
+    const ApiError e = generation_error(result, ex.request().id);
     if (!r.stream) return ex.respond(error_for(path, e));
     if (!streaming) ex.begin_stream(200, "text/event-stream; charset=utf-8", {});
     ex.write(AnthropicStream::error(e));
@@ -584,10 +585,7 @@ void Server::run_anthropic(GenerationJob& job) {
     return;
   }
   const GenerationOutcome& o = *result;
-  metrics_.add_generation(o.prompt_tokens, o.prefill_tokens, o.cached_tokens, o.completion_tokens, o.prefill_seconds,
-                          o.decode_seconds);
-  metrics_.add_drafting(o.target_passes, o.draft_proposed, o.draft_accepted);
-  metrics_.add_experts(o.expert_bytes, o.expert_wait_seconds);
+  record(o);
   ex.set_log_detail(fmt::format("prompt_tokens={} prefill_tokens={} completion_tokens={} decode_passes={} "
                                 "queue_ms={:.0f} api=anthropic",
                                 o.prompt_tokens, o.prefill_tokens, o.completion_tokens, o.target_passes, waited * 1e3));

@@ -83,6 +83,9 @@ class Server : private HttpHandler {
   void generation_loop();
   void run_job(GenerationJob& job);
   void run_anthropic(GenerationJob& job);  // POST /v1/messages (server/anthropic.h)
+  HeaderList start_job(const GenerationJob& job, double waited);
+  void record(const GenerationOutcome& o);
+  ApiError generation_error(const Result<GenerationOutcome>& result, const std::string& id);
   bool authorized(const HttpRequest& req) const;
   std::string next_id(RequestKind kind);
   void log(const std::string& line) const;
