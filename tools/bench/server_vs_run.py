@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Time to first token and decode tok/s: `deltafin serve` vs `deltafin run`.
 
-The same model, prompt, thread count and token budget, in alternating runs
-(run, server, run, server, ...), medians reported. `run` times from before
+The same model, prompt, thread count and token budget, in alternating pairs
+(run then server, then server then run, ...), medians reported: of each side,
+and of the per-pair ratios, which a slow drift of the host's speed cancels
+out of. `run` times from before
 tokenisation (its --stats-json `ttft_s`, decode from `step_s`); the server is
 timed as a client sees it: from sending the request to the arrival of the
 first streamed text, and decode as (completion_tokens - 1) / (arrival of the
@@ -103,8 +105,12 @@ def main():
         server_once(args, port)  # warm-up (page cache, first allocation)
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(args.repeats):
-                r = run_once(args, tmp)
-                s = server_once(args, port)
+                if i % 2 == 0:
+                    r = run_once(args, tmp)
+                    s = server_once(args, port)
+                else:
+                    s = server_once(args, port)
+                    r = run_once(args, tmp)
                 if r[2] != s[2]:
                     raise SystemExit(f"the server's text differs from run's:\n{s[2]!r}\n{r[2]!r}")
                 runs.append(r[:2])
@@ -120,6 +126,11 @@ def main():
     print(f"median over {args.repeats}: run ttft {rt*1e3:.1f} ms, decode {rd:.1f} tok/s; "
           f"server ttft {st*1e3:.1f} ms, decode {sd:.1f} tok/s")
     print(f"server / run: ttft {st/rt:.3f}x, decode {sd/rd:.3f}x (text identical in every pair)")
+    q = lambda xs: statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
+    tq = q([s[0] / r[0] for r, s in zip(runs, served)])
+    dq = q([s[1] / r[1] for r, s in zip(runs, served)])
+    print(f"per-pair server / run, median [quartiles]: ttft {tq[1]:.3f}x [{tq[0]:.3f}, {tq[2]:.3f}], "
+          f"decode {dq[1]:.3f}x [{dq[0]:.3f}, {dq[2]:.3f}]")
 
 
 if __name__ == "__main__":
