@@ -1,5 +1,5 @@
 # Sourced by the e2e scripts that start `deltafin serve` (tests/e2e/server_openai_client.sh,
-# tests/e2e/web_chat.sh). Needs BIN (the binary) and TMP (a scratch directory,
+# tests/e2e/web_chat.sh, tests/e2e/demo_tool_calls.sh). Needs BIN (the binary) and TMP (a scratch directory,
 # removed on exit with the server).
 SERVER_PID=""
 cleanup() {

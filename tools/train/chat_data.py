@@ -11,6 +11,12 @@ training split (tools/train/corpus.py), never from held-out files:
   - explain: "What does `name` do?" -> the first sentence(s) of its docstring;
   - write:   "Write a Python function `name(args)`." -> its source, in a fence;
   - complete: "Complete this code:" + a few lines -> the next lines, in a fence.
+
+And, with a share of tool_share, tool conversations (tool_examples): one to
+three declared tools, a request that one of them serves, and either the call
+(the tool's name and its one string argument, copied from the request) or,
+after that call and the tool's result, an answer that reports the result.
+The model's part is taken from the template's own rendering of the turn.
 """
 import ast
 import json
@@ -105,6 +111,85 @@ def conversation(kind, f, rng, thinking):
     return request, tail, {"role": "assistant", "content": answer, "reasoning_content": think if thinking else None}
 
 
+# Tools for the tool conversations: (declaration, ways to ask, argument key).
+TOOLS = {
+    "python_doc": ("Look up the documentation of a Python function.", "name",
+                   ["Look up `{arg}` in the docs.", "What do the docs say about `{arg}`?",
+                    "Find the documentation of `{arg}`."]),
+    "get_weather": ("Get the current weather for a city.", "city",
+                    ["What is the weather in {arg}?", "Is it raining in {arg}?", "How warm is it in {arg} now?"]),
+    "read_file": ("Count the lines of a file in the project.", "path",
+                  ["How long is `{arg}`?", "How many lines does `{arg}` have?"]),
+    "run_python": ("Evaluate a Python expression and return its value.", "expr",
+                   ["Compute `{arg}`.", "What is `{arg}`? Run it.", "Evaluate `{arg}`."]),
+}
+CITIES = ["Paris", "Berlin", "Madrid", "Rome", "Oslo", "Lisbon", "Vienna", "Prague", "Dublin", "Warsaw",
+          "Athens", "Helsinki", "Tokyo", "Seoul", "Lima", "Quito", "Cairo", "Nairobi", "Toronto", "Denver",
+          "Boston", "Chicago", "Sydney", "Perth", "Delhi", "Mumbai", "Hanoi", "Manila", "Bogota", "Havana"]
+WEATHER = ["sunny", "cloudy", "raining", "windy", "snowing", "foggy"]
+CALL_THINK = ["The user needs `{tool}`. I will call it.", "I will call `{tool}` for this.",
+              "This needs the tool `{tool}`."]
+RESULT_THINK = ["The tool returned the answer.", "I have the result of `{tool}`.", "The result is back."]
+
+
+def declaration(name):
+    desc, key, _ = TOOLS[name]
+    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+        "type": "object", "properties": {key: {"type": "string"}}, "required": [key]}}}
+
+
+def tool_case(name, rng, docs, files):
+    """(argument, tool result, final answer) for one request to tool `name`."""
+    pick = lambda xs: xs[int(rng.integers(len(xs)))]
+    if name == "python_doc":
+        f = pick(docs)
+        return f["name"], f["answer"], f"The docs say: {f['answer']}"
+    if name == "get_weather":
+        city, t, w = pick(CITIES), int(rng.integers(-5, 35)), pick(WEATHER)
+        return city, f"{t} C, {w}", f"It is {t} C and {w} in {city}."
+    if name == "read_file":
+        path, n = pick(files)
+        return path, f"{n} lines", f"`{path}` has {n} lines."
+    a, b, op = int(rng.integers(2, 100)), int(rng.integers(2, 100)), pick(["+", "-", "*"])
+    expr = f"{a} {op} {b}"
+    return expr, str(eval(expr)), f"`{expr}` is {eval(expr)}."
+
+
+def tool_conversation(rng, docs, files, thinking):
+    """(request without the model's turn, the model's turn as a message) for one tool conversation."""
+    pick = lambda xs: xs[int(rng.integers(len(xs)))]
+    names = sorted(TOOLS)
+    name = pick(names)
+    others = [n for n in names if n != name]
+    declared = [name] + [others[int(i)] for i in rng.permutation(len(others))[:int(rng.integers(0, 3))]]
+    declared = [declared[int(i)] for i in rng.permutation(len(declared))]
+    arg, result, answer = tool_case(name, rng, docs, files)
+    key = TOOLS[name][1]
+    ask = pick(TOOLS[name][2]).format(arg=arg)
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": name, "arguments": json.dumps({key: arg})}}
+    called = {"role": "assistant", "content": "", "tool_calls": [call],
+              "reasoning_content": pick(CALL_THINK).format(tool=name) if thinking else None}
+    messages = [{"role": "user", "content": ask}]
+    request = {"tools": [declaration(n) for n in declared], "chat_template_kwargs": {"thinking": thinking}}
+    if rng.random() < 0.5:
+        return dict(request, messages=messages), called
+    messages += [called, {"role": "tool", "tool_call_id": "call_1", "content": result}]
+    reply = {"role": "assistant", "content": answer,
+             "reasoning_content": pick(RESULT_THINK).format(tool=name) if thinking else None}
+    return dict(request, messages=messages), reply
+
+
+def model_part(template, request, reply):
+    """The template's generation prompt for `request`, and what it renders for the model's `reply`
+    after it, through the turn's `<|end_of_msg|>`."""
+    prompt = render_template.render(template, request)
+    full = render_template.render(template, dict(request, messages=request["messages"] + [reply]))
+    assert full.startswith(prompt), "the template renders the history differently with the reply"
+    end = full.index("<|end_of_msg|>", len(prompt)) + len("<|end_of_msg|>")
+    return prompt, full[len(prompt):end]
+
+
 def special_splitter(tok):
     by_text = {v: k for k, v in tok.specials.items()}
     pattern = re.compile("|".join(re.escape(s) for s in sorted(by_text, key=len, reverse=True)))
@@ -118,19 +203,32 @@ def special_splitter(tok):
     return encode
 
 
-def build(tok, paths, n, seed, max_len=192, thinking_share=0.75):
-    """n examples: (ids, first target position), each at most max_len ids."""
+def build(tok, paths, n, seed, max_len=192, thinking_share=0.75, tool_share=0.0, tool_max_len=320):
+    """n examples: (ids, first target position), each at most max_len ids (tool
+    conversations: tool_max_len); a share tool_share of them tool conversations."""
     rng = np.random.default_rng(seed)
-    cands = []
+    cands, files = [], []
+    from corpus import read
     for p in paths:
         if p.endswith(".py"):
-            from corpus import read
-            cands += pieces(p, read(p))
+            text = read(p)
+            cands += pieces(p, text)
+            files.append((os.path.relpath(p, "/usr/lib/python3.11"), text.count("\n")))
     order = rng.permutation(len(cands))
     template = render_template.environment().from_string(
         open(render_template.TEMPLATE, encoding="utf-8").read())
     encode = special_splitter(tok)
     out, checked = [], False
+    n_tools = int(round(n * tool_share))
+    if n_tools:
+        docs = [f for kind, f in cands if kind == "explain" and len(f["answer"]) <= 120]
+        trng = np.random.default_rng(seed + 7)
+        while len(out) < n_tools:
+            request, reply = tool_conversation(trng, docs, files, bool(trng.random() < thinking_share))
+            prompt, tail = model_part(template, request, reply)
+            p_ids, t_ids = encode(prompt), encode(tail)
+            if len(p_ids) + len(t_ids) <= tool_max_len:
+                out.append((p_ids + t_ids, len(p_ids)))
     for i in order:
         kind, f = cands[i]
         thinking = bool(rng.random() < thinking_share)
@@ -155,6 +253,6 @@ if __name__ == "__main__":
     import corpus
     from bpe import Tokenizer
     tok = Tokenizer.load(os.path.join(ROOT, "models", "demo"))
-    ex = build(tok, corpus.split()[0], 5, 1)
+    ex = build(tok, corpus.split()[0], 6, 1, tool_share=0.5)
     for ids, start in ex:
         print(json.dumps({"len": len(ids), "start": start, "target": tok.decode(ids[start:])}))

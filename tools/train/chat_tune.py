@@ -7,8 +7,9 @@ Starts from the published weights in models/demo (BF16 spine widened, MXFP4
 experts decoded: exactly what the engine runs). Every step trains on two
 batches: random 64-token windows of the code and docs stream, as train.py
 does, and chat examples from chat_data.py, with the loss only on the
-assistant's part: a short think, the response, and the closing markers
-through `<|end_of_msg|>` (each example's last --chat-window ids). The routed experts stay MXFP4 fake-quantised for
+assistant's part: a short think, the response (or a tool call), and the
+closing markers through `<|end_of_msg|>` (each example's last --chat-window
+ids). --tool-share mixes in tool conversations (chat_data.py). The routed experts stay MXFP4 fake-quantised for
 the whole run (straight-through), so the export is the weights it trained
 with. Deterministic for a given thread count (--threads): fixed seed, step-count schedule.
 """
@@ -75,6 +76,8 @@ def main():
     ap.add_argument("--chat-window", type=int, default=96)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--chat-examples", type=int, default=3000)
+    ap.add_argument("--tool-share", type=float, default=0.0,
+                    help="share of the chat examples that are tool conversations (chat_data.tool_examples)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--bias-rate", type=float, default=1e-3)
@@ -93,16 +96,17 @@ def main():
     torch.manual_seed(a.seed)
     tok, train, held = token_arrays(a.start, cache)
     train_paths, held_paths = corpus.split()
-    chats = chat_data.build(tok, train_paths, a.chat_examples, a.seed)
+    chats = chat_data.build(tok, train_paths, a.chat_examples, a.seed, tool_share=a.tool_share)
     held_chats = chat_data.build(tok, held_paths, 64, a.seed + 1)
+    held_tools = chat_data.build(tok, held_paths, 64, a.seed + 1, tool_share=1.0) if a.tool_share else []
     model, cfg = load_published(a.start, torch.float32)
     pad = cfg.pad_token_id
     for m in model.moes():
         m.qat = True
     hx, hy = heldout_batches(held, a.seq, 48)
     print(f"{len(chats)} chat examples ({sum(len(c[0]) for c in chats)} ids), {len(held_chats)} held-out; "
-          f"start: held-out code {eval_loss(model, hx, hy):.4f}, chat {chat_loss(model, held_chats, pad):.4f}",
-          flush=True)
+          f"start: held-out code {eval_loss(model, hx, hy):.4f}, chat {chat_loss(model, held_chats, pad):.4f}"
+          + (f", tools {chat_loss(model, held_tools, pad):.4f}" if held_tools else ""), flush=True)
 
     opt = adamw(model, a.lr)
     rng = np.random.default_rng(a.seed)
@@ -136,6 +140,8 @@ def main():
             if (step % a.eval_every == 0 or step == steps - 1) and not a.bench:
                 rec["heldout_code"] = round(eval_loss(model, hx, hy), 4)
                 rec["heldout_chat"] = round(chat_loss(model, held_chats, pad), 4)
+                if held_tools:
+                    rec["heldout_tools"] = round(chat_loss(model, held_tools, pad), 4)
             log.append(rec)
             print(json.dumps(rec), flush=True)
     el = time.time() - t0

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402
 import mxfp4  # noqa: E402
 from checkpoint import load_published  # noqa: E402
 from export import load_trained  # noqa: E402
@@ -150,9 +151,15 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--bs", type=int, default=50)
     ap.add_argument("--out")
+    ap.add_argument("--no-docs", action="store_true",
+                    help="held-out windows of the .py files only (the 'code' measure of docs/DEMO_MODEL.md)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    _, _, held = token_arrays(a.target)
+    cache = "/tmp/k3train"
+    if a.no_docs:
+        corpus.DOC_ROOT = "/nonexistent"
+        cache = "/tmp/k3train/no-docs"  # as chat_tune.py --no-docs
+    _, _, held = token_arrays(a.target, cache)
     x, y = windows(held, a.seq, a.windows)
     res = {"heldout_tokens": y.numel(), "seq": a.seq, "loss": {}}
     target, _ = load_published(a.target, torch.float32)
