@@ -77,7 +77,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--chat-examples", type=int, default=3000)
     ap.add_argument("--tool-share", type=float, default=0.0,
-                    help="share of the chat examples that are tool conversations (chat_data.tool_examples)")
+                    help="share of the chat examples that are tool conversations (chat_data.tool_conversation)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--bias-rate", type=float, default=1e-3)
