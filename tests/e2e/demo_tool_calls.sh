@@ -8,7 +8,6 @@ BIN=$(realpath "$1")
 SRC=$(realpath "$2")
 TMP=$(mktemp -d)
 source "$SRC/tests/server/serve.sh"
-bash "$SRC/tests/server/ensure_modules.sh" "$SRC"
 
 start_server --model "$SRC/models/demo" --threads 1
 node "$SRC/tests/server/tool_calls_test.mjs" "http://127.0.0.1:$PORT" deltafin ||

@@ -13,8 +13,6 @@ SRC=$(realpath "$2")
 TMP=$(mktemp -d)
 source "$SRC/tests/server/serve.sh"
 
-bash "$SRC/tests/server/ensure_modules.sh" "$SRC"
-
 "$BIN" make-model --preset tiny --out "$TMP/tiny" --seed 7 >/dev/null
 
 # Starts a server on the tiny model (tests/server/serve.sh); sets SERVER_PID and PORT.

@@ -13,7 +13,6 @@ command -v "${CHROMIUM:-chromium}" >/dev/null ||
   { echo "error: chromium is not installed (scripts/bootstrap.sh installs it)"; exit 1; }
 TMP=$(mktemp -d)
 source "$SRC/tests/server/serve.sh"
-bash "$SRC/tests/server/ensure_modules.sh" "$SRC"
 
 start_server --model "$SRC/models/demo" --threads 1 --memo-entries 0
 mkdir -p "$OUT"

@@ -1,12 +1,15 @@
 # Sourced by the e2e scripts that start `deltafin serve` (tests/e2e/server_openai_client.sh,
-# tests/e2e/web_chat.sh, tests/e2e/demo_tool_calls.sh). Needs BIN (the binary) and TMP (a scratch directory,
-# removed on exit with the server).
+# tests/e2e/web_chat.sh, tests/e2e/demo_tool_calls.sh). Needs BIN (the binary), SRC (the source tree) and TMP (a
+# scratch directory, removed on exit with the server).
 SERVER_PID=""
 cleanup() {
   if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT
+
+# The npm modules of tests/server (every script that sources this drives the server from node).
+bash "$SRC/tests/server/ensure_modules.sh" "$SRC"
 
 # start_server ARGS...: `deltafin serve --port 0 ARGS...` on a free loopback
 # port, its output in $TMP/server.log; sets SERVER_PID and PORT.

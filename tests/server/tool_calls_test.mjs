@@ -19,17 +19,13 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { calc, docs, weather } from './demo_tools.mjs';
 
 const [base, model] = process.argv.slice(2);
 const openai = new OpenAI({ apiKey: 'unused', baseURL: `${base}/v1`, maxRetries: 0, timeout: 60000 });
 const anthropic = new Anthropic({ apiKey: 'unused', baseURL: base, maxRetries: 0 });
 const ok = (what) => console.log(`ok - ${what}`);
 
-const fn = (name, description, key) => ({ type: 'function', function: { name, description,
-  parameters: { type: 'object', properties: { [key]: { type: 'string' } }, required: [key] } } });
-const weather = fn('get_weather', 'Get the current weather for a city.', 'city');
-const calc = fn('run_python', 'Evaluate a Python expression and return its value.', 'expr');
-const docs = fn('python_doc', 'Look up the documentation of a Python function.', 'name');
 
 // [question, declared tools, the tool's result to send back]
 const cases = [

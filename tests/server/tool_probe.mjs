@@ -3,14 +3,9 @@
 // and its answer after a tool result.
 // Usage: node tests/server/tool_probe.mjs http://127.0.0.1:PORT   (a running `deltafin serve --model models/demo`)
 import OpenAI from 'openai';
+import { calc, docs, files, weather } from './demo_tools.mjs';
 const [base] = process.argv.slice(2);
 const openai = new OpenAI({ apiKey: 'x', baseURL: `${base}/v1`, maxRetries: 0 });
-const fn = (name, description, key) => ({ type: 'function', function: { name, description,
-  parameters: { type: 'object', properties: { [key]: { type: 'string' } }, required: [key] } } });
-const weather = fn('get_weather', 'Get the current weather for a city.', 'city');
-const calc = fn('run_python', 'Evaluate a Python expression and return its value.', 'expr');
-const docs = fn('python_doc', 'Look up the documentation of a Python function.', 'name');
-const files = fn('read_file', 'Count the lines of a file in the project.', 'path');
 const qs = [['What is the weather in Paris?', [calc, weather]], ['What is the weather in Lima?', [weather]],
  ['Is it raining in Oslo?', [weather, docs]], ['How warm is it in Tokyo now?', [weather]],
  ['Evaluate `12 * 7`.', [weather, calc, docs]], ['Compute `3 + 4`.', [calc]], ['What is `45 - 9`? Run it.', [calc, files]],

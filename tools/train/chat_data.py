@@ -12,7 +12,7 @@ training split (tools/train/corpus.py), never from held-out files:
   - write:   "Write a Python function `name(args)`." -> its source, in a fence;
   - complete: "Complete this code:" + a few lines -> the next lines, in a fence.
 
-And, with a share of tool_share, tool conversations (tool_examples): one to
+And, with a share of tool_share, tool conversations (tool_conversation): one to
 three declared tools, a request that one of them serves, and either the call
 (the tool's name and its one string argument, copied from the request) or,
 after that call and the tool's result, an answer that reports the result.

@@ -89,8 +89,7 @@ def main():
     a = ap.parse_args()
     cache = "/tmp/k3train"
     if a.no_docs:
-        corpus.DOC_ROOT = "/nonexistent"
-        cache = "/tmp/k3train/no-docs"
+        cache = corpus.code_only()
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)

@@ -14,6 +14,14 @@ DOC_ROOT = "/usr/share/doc/python3.11/html/_sources"
 HOLDOUT_EVERY = 40
 
 
+def code_only():
+    """Drops the reST docs from the corpus (as on a machine without python3.11-doc,
+    where the first chat tuning ran); returns the token cache directory for that stream."""
+    global DOC_ROOT
+    DOC_ROOT = "/nonexistent"
+    return "/tmp/k3train/no-docs"
+
+
 def _files():
     py = sorted(p for p in glob.glob(os.path.join(PY_ROOT, "**", "*.py"), recursive=True)
                 if "site-packages" not in p and "dist-packages" not in p)

@@ -157,8 +157,7 @@ def main():
     torch.set_num_threads(1)
     cache = "/tmp/k3train"
     if a.no_docs:
-        corpus.DOC_ROOT = "/nonexistent"
-        cache = "/tmp/k3train/no-docs"  # as chat_tune.py --no-docs
+        cache = corpus.code_only()
     _, _, held = token_arrays(a.target, cache)
     x, y = windows(held, a.seq, a.windows)
     res = {"heldout_tokens": y.numel(), "seq": a.seq, "loss": {}}
