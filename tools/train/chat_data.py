@@ -230,6 +230,8 @@ def build(tok, paths, n, seed, max_len=192, thinking_share=0.75, tool_share=0.0,
             if len(p_ids) + len(t_ids) <= tool_max_len:
                 out.append((p_ids + t_ids, len(p_ids)))
     for i in order:
+        if len(out) >= n:  # also when the tool conversations alone fill n (tool_share 1)
+            break
         kind, f = cands[i]
         thinking = bool(rng.random() < thinking_share)
         request, tail, reply = conversation(kind, f, rng, thinking)
@@ -243,8 +245,6 @@ def build(tok, paths, n, seed, max_len=192, thinking_share=0.75, tool_share=0.0,
         if len(p_ids) + len(t_ids) > max_len:
             continue
         out.append((p_ids + t_ids, len(p_ids)))
-        if len(out) == n:
-            break
     return out
 
 
