@@ -51,6 +51,9 @@ std::string RunRecord::to_json() const {
             {"engine_mb_s", engine_mb_s},
             {"prefetch_issued", prefetch_issued},
             {"prefetch_hits", prefetch_hits},
+            {"ram_tier_slots", ram_tier_slots},
+            {"ram_hits", ram_hits},
+            {"ram_misses", ram_misses},
             {"disk_probe_mb_s", disk_probe_mb_s},
             {"draft", draft},
             {"decode_tokens", decode_tokens},
@@ -89,6 +92,9 @@ Result<RunRecord> RunRecord::from_json(const std::string& text, const std::strin
     r.engine_mb_s = j.value("engine_mb_s", 0.0);
     r.prefetch_issued = j.value("prefetch_issued", uint64_t(0));
     r.prefetch_hits = j.value("prefetch_hits", uint64_t(0));
+    r.ram_tier_slots = j.value("ram_tier_slots", uint64_t(0));
+    r.ram_hits = j.value("ram_hits", uint64_t(0));
+    r.ram_misses = j.value("ram_misses", uint64_t(0));
     r.draft = j.value("draft", std::string());
     r.decode_tokens = j.value("decode_tokens", int64_t(0));
     r.target_passes = j.value("target_passes", int64_t(0));

@@ -41,6 +41,8 @@ struct RunRecord {
   double engine_mb_s = 0;
   // Speculative next-layer reads (run --prefetch): issued, and used by the layer they guessed.
   uint64_t prefetch_issued = 0, prefetch_hits = 0;
+  // RAM tier (run --ram-experts-gb): its slots, and expert requests served from RAM / read from drives.
+  uint64_t ram_tier_slots = 0, ram_hits = 0, ram_misses = 0;
   // Drafting (run --draft): what drafted, tokens after the first and the
   // target passes that decided them (equal without drafting), draft ids
   // proposed and accepted, and whether the economics switched it off.

@@ -124,6 +124,15 @@ void write_route_trace(std::FILE* f, int64_t pos0, int layer, size_t rows, int k
   }
 }
 
+// A prefetch guess: {"pos":P,"layer":L,"rows":T,"guess":[...]}, the experts read
+// ahead for MoE layer L for the block of T rows from position P.
+void write_guess_trace(std::FILE* f, int64_t pos0, int layer, size_t rows, std::span<const int> ids) {
+  std::string line = fmt::format("{{\"pos\":{},\"layer\":{},\"rows\":{},\"guess\":[", pos0, layer, rows);
+  for (size_t i = 0; i < ids.size(); ++i) line += fmt::format("{}{}", i ? "," : "", ids[i]);
+  line += "]}\n";
+  std::fwrite(line.data(), 1, line.size(), f);
+}
+
 // Expert bytes the source has fetched so far: read from the drives (store) or
 // touched in the mapping (model).
 uint64_t expert_bytes_read(const StoreModel& sm) {
@@ -146,6 +155,9 @@ void describe_source(const StoreModel& sm, bench::RunRecord& rec) {
   const ExpertSourceStats es = sm.source->stats();
   rec.prefetch_issued = es.prefetch_issued;
   rec.prefetch_hits = es.prefetch_hits;
+  rec.ram_tier_slots = es.ram_slots;
+  rec.ram_hits = es.ram_hits;
+  rec.ram_misses = es.ram_misses;
   for (const auto& d : sm.source->engine().stats().drives) {
     if (d.busy_seconds > 0) rec.engine_mb_s += double(d.bytes[0] + d.bytes[1]) / d.busy_seconds / 1e6;
     if (rec.io_mode.find(d.mode) == std::string::npos) rec.io_mode += (rec.io_mode.empty() ? "" : ",") + d.mode;
@@ -164,6 +176,7 @@ int run(const RunOptions& o) {
     sm = std::move(sm_or.value());
     for (const auto& w : sm.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::fprintf(stderr, "%s\n", sm.spine_line.c_str());
+    if (!sm.tier_line.empty()) std::fprintf(stderr, "%s\n", sm.tier_line.c_str());
   } else {
     if (o.model_dir.empty()) return fail("give --model DIR or --store STORE");
     auto model_or = Model::open(o.model_dir, o.threads);
@@ -202,6 +215,10 @@ int run(const RunOptions& o) {
       if (trace) write_route_trace(trace, pos0, layer, rows, k, ids);
       for (size_t r = 0; r < rows && !prefill_routed.empty() && pos0 + int64_t(r) < prompt_len; ++r)
         for (int i = 0; i < k; ++i) prefill_routed[size_t(layer) * size_t(experts) + size_t(ids[r * k + i])] = 1;
+    });
+  if (trace)
+    model.set_guess_observer([&](int64_t pos0, int layer, size_t rows, std::span<const int> ids) {
+      write_guess_trace(trace, pos0, layer, rows, ids);
     });
   const std::string source_dir = sm.source ? sm.source->manifest().source_dir : "";
   auto choice_or = open_drafter(o.draft, model, drafter_candidates(o.model_dir, o.store.store, source_dir), o.threads);
@@ -263,6 +280,7 @@ int run(const RunOptions& o) {
   if (!s.ok()) return fail(s.message());
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
   model.set_route_observer({});
+  model.set_guess_observer({});
   if (interrupted)
     std::fprintf(stderr, "interrupted: %lld of %lld prompt tokens and %lld generated tokens done\n",
                  (long long)stats.prompt_tokens, (long long)prompt_len, (long long)stats.generated_tokens);
@@ -312,7 +330,8 @@ void setup(CLI::App& app) {
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt rows per forward block")->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--dump-logits", o->dump_logits, "Write each decided step's fp32 logits (raw little-endian)");
   cmd->add_option("--route-trace", o->route_trace,
-                  "Record each MoE layer's routed experts per token (JSON lines: pos, layer, experts)");
+                  "Record each MoE layer's routed experts per token (JSON lines: pos, layer, experts) and, with "
+                  "--prefetch, each next-layer guess (pos, layer, rows, guess); `deltafin trace-stats` reads it");
   cmd->add_flag("--stats", o->stats, "Print timing and expert traffic to stderr");
   cmd->add_option("--stats-json", o->stats_json,
                   "Write this run's measurements (ids, TTFT, step times, expert bytes by phase) as one JSON object");

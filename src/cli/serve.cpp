@@ -59,6 +59,7 @@ int serve(ServeOptions& o) {
     if (!sm.ok()) return fail(sm.message());
     for (const auto& w : sm->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::fprintf(stderr, "%s\n", sm->spine_line.c_str());
+    if (!sm->tier_line.empty()) std::fprintf(stderr, "%s\n", sm->tier_line.c_str());
     if (sm->source) source_dir = sm->source->manifest().source_dir;
     model = std::move(sm->model);
     tokenizer_dir = (std::filesystem::path(o.store.store) / kSpineDirName).string();

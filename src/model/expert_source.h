@@ -41,6 +41,10 @@ struct ExpertSourceStats {
   // Speculative reads: issued by prefetch(), then claimed by a begin() that
   // asked for the same expert (hits) or dropped (their bytes were wasted).
   uint64_t prefetch_issued = 0, prefetch_hits = 0;
+  // RAM tier (store only): requests served from RAM, read from a drive,
+  // reads published into the tier, misses it did not admit, residents evicted.
+  uint64_t ram_hits = 0, ram_misses = 0, ram_fills = 0, ram_bypassed = 0, ram_evictions = 0;
+  uint64_t ram_slots = 0;
 };
 
 class ExpertSource {

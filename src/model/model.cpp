@@ -69,7 +69,8 @@ class Model::Anchors {
 // state changes little in one layer). Its top experts per row are read early.
 class Model::Guesser : public layers::NextLayerGuesser {
  public:
-  Guesser(Model& m, const Anchors& anchors, const float* p, int next) : m_(m), anchors_(anchors), p_(p), next_(next) {}
+  Guesser(Model& m, const Anchors& anchors, const float* p, int next, int64_t pos0)
+      : m_(m), anchors_(anchors), p_(p), next_(next), pos0_(pos0) {}
   void guess(const float* shared, size_t T) override {
     const ModelConfig& c = m_.cfg_;
     const size_t H = c.hidden, E = c.moe.num_experts;
@@ -97,6 +98,7 @@ class Model::Guesser : public layers::NextLayerGuesser {
       for (int i = 0; i < per_row; ++i)
         if (std::find(guess.begin(), guess.end(), picks[i]) == guess.end()) guess.push_back(picks[i]);
     }
+    if (m_.guess_observer_) m_.guess_observer_(pos0_, next_, T, guess);
     m_.experts_->prefetch(next_, guess);
   }
 
@@ -105,6 +107,7 @@ class Model::Guesser : public layers::NextLayerGuesser {
   const Anchors& anchors_;
   const float* p_;
   int next_;
+  int64_t pos0_;
 };
 
 Model::Model() = default;
@@ -326,7 +329,7 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
     } else {
       PhaseTimer timer(st.seconds_moe);
       const int nl = next_moe_[size_t(l)];
-      Guesser guesser(*this, anchors, p, nl);
+      Guesser guesser(*this, anchors, p, nl, session.length);
       const bool guess = nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
       layers::MoeStats ms;
       DF_TRY(layers::moe(cfg_, L, l, *experts_, x, T, f, ws, pool, &ms, route_observer_, session.length,

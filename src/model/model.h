@@ -40,6 +40,10 @@ enum class Logits { LastRow, AllRows, None };
 using RouteObserver =
     std::function<void(int64_t first_position, int layer, size_t rows, int top_k, std::span<const int> ids)>;
 
+// Sees each next-layer guess (set_prefetch): the experts read ahead for MoE
+// layer `layer`, for the block of `rows` rows starting at first_position.
+using GuessObserver = std::function<void(int64_t first_position, int layer, size_t rows, std::span<const int> guess)>;
+
 class Model {
  public:
   // Opens a checkpoint directory (published layout) with experts read in place.
@@ -89,6 +93,7 @@ class Model {
 
   ExpertSource& experts() { return *experts_; }
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
+  void set_guess_observer(GuessObserver observer) { guess_observer_ = std::move(observer); }
   // Speculative expert prefetch: in each MoE layer, for blocks of at most
   // layers::kPrefetchMaxRows rows, the next MoE layer's router is applied to
   // the state known once this layer's shared experts have run (through the
@@ -110,6 +115,7 @@ class Model {
   std::unique_ptr<ExpertSource> experts_;
   std::unique_ptr<ThreadPool> pool_;
   RouteObserver route_observer_;
+  GuessObserver guess_observer_;
   int prefetch_per_row_ = 0;
   const std::atomic<bool>* cancel_ = nullptr;
   std::vector<int> next_moe_;  // per layer: the next MoE layer after it, or -1

@@ -27,6 +27,7 @@ Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<i
     } catch (const nlohmann::json::exception&) {
       return error("{}:{}: not valid JSON (expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}})", path, lineno);
     }
+    if (j.is_object() && j.contains("guess") && !j.contains("experts")) continue;  // a prefetch guess line
     if (!j.is_object() || !j.contains("pos") || !j["pos"].is_number_integer() || !j.contains("layer") ||
         !j["layer"].is_number_integer() || !j.contains("experts") || !j["experts"].is_array())
       return error("{}:{}: expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}}", path, lineno);

@@ -1,5 +1,7 @@
 // A route trace as the reads it causes: `deltafin run --route-trace` writes one
-// JSON line per (token position, MoE layer), {"pos":P,"layer":L,"experts":[...]}.
+// JSON line per (token position, MoE layer), {"pos":P,"layer":L,"experts":[...]}
+// (and, with prefetch, guess lines {"pos":P,"layer":L,"rows":T,"guess":[...]},
+// skipped here; src/sim/trace_stats.h reads them).
 // Positions before `prompt_tokens` form one prefill block (per layer, the
 // union of their experts, read once); every later position is one decode step.
 #pragma once

@@ -84,6 +84,7 @@ Result<std::vector<std::pair<int, int>>> read_route_trace(const std::string& pat
       } catch (const nlohmann::json::exception&) {
         return error("{}:{}: not valid JSON", path, lineno);
       }
+      if (j.is_object() && j.contains("guess") && !j.contains("experts")) continue;  // a prefetch guess, not a route
       if (!j.is_object() || !j.contains("layer") || !j["layer"].is_number_integer() || !j.contains("experts") ||
           !j["experts"].is_array())
         return error("{}:{}: expected {{\"layer\": L, \"experts\": [...]}}", path, lineno);

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "io/probe.h"
+#include "model/memory_plan.h"
 #include "store/spine_pack.h"
 
 namespace deltafin {
@@ -24,6 +25,16 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
                   "Memory for expert read buffers, MiB (at least one expert is always held); a layer's union of "
                   "experts larger than this is read in tiles")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--ram-experts-gb", o.ram_experts_gb,
+                  "Keep verified experts in RAM, GB (1e9 bytes), or 'auto' (MemAvailable after the spine, read "
+                  "arena, session state and a margin); exact: only where bytes come from changes (0: off)")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "auto") return "";
+        char* end = nullptr;
+        const double g = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(g >= 0) || g > 1e6) return "expects a number of GB >= 0, or auto";
+        return "";
+      });
   cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
   cmd->add_option("--probe-seconds", o.probe_seconds,
                   "With --stats: seconds of each raw drive probe (one before and one after the run, per drive); "
@@ -57,11 +68,38 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
   ro.arena_bytes = uint64_t(o.arena_mib * double(1 << 20));
   ro.engine.pread_threads = std::min(o.queue_depth, 16);
   ro.engine.prefetch_depth = o.prefetch_depth >= 0 ? o.prefetch_depth : std::max(1, o.queue_depth / 2);
+  std::string auto_line;
+  if (o.ram_experts_gb == "auto") {
+    uint64_t spine = 0;
+    for (const auto& f : man.spine_files) spine += f.size;
+    const uint64_t arena = std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(man.num_experts), ro.arena_bytes / man.span_bytes)) *
+                           man.span_bytes;
+    // Per-sequence state: the KDA state plus a 32,768-token MLA cache.
+    const MemoryPlan plan = plan_from_config(cfg);
+    DF_ASSIGN(AutoTierSize a, auto_tier_bytes(spine, arena, plan.kda_state_bytes + 32768 * plan.mla_cache_bytes_per_token));
+    ro.ram_tier_bytes = a.bytes;
+    auto_line = a.line;
+  } else {
+    ro.ram_tier_bytes = uint64_t(std::strtod(o.ram_experts_gb.c_str(), nullptr) * 1e9);
+  }
+  if (ro.ram_tier_bytes > 0 && ro.ram_tier_bytes < man.span_bytes) {
+    sm.warnings.push_back(fmt::format("--ram-experts-gb {}: {} bytes hold no expert span of {} bytes; the RAM tier is off",
+                                      o.ram_experts_gb, ro.ram_tier_bytes, man.span_bytes));
+    ro.ram_tier_bytes = 0;
+  }
   DF_ASSIGN(auto src, StoreExpertSource::open(man, cfg, ro, &sm.warnings));
   sm.source = src.get();
   std::unique_ptr<ExpertSource> experts = std::move(src);
   DF_ASSIGN(sm.model, Model::open_with(std::move(spine), std::move(experts), threads));
   sm.model->set_prefetch(o.prefetch);
+  if (const RamTier* t = sm.source->tier()) {
+    const uint64_t all = uint64_t(man.moe_layers.size()) * uint64_t(man.num_experts);
+    sm.tier_line = fmt::format("{}store: ram tier {} of {} experts ({:.3f} GB, {:.1f}% of the routed experts), {}",
+                               auto_line.empty() ? "" : auto_line + "\n", t->slots(), all, t->bytes() / 1e9,
+                               100.0 * double(t->slots()) / double(all), t->lock_note());
+  } else if (!auto_line.empty()) {
+    sm.tier_line = auto_line + "; the RAM tier is off";
+  }
   // The manifest's label and the tensors must agree: a lossy spine is never
   // run under the weight-exact name (or the other way round).
   const size_t i8 = sm.model->int8_matrices();
@@ -109,6 +147,14 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
                             s.reads_ok, s.retries, s.reads_failed, s.split_reads, o.verify));
   out.push_back(fmt::format("store: compute waited for experts {:.3f} s of {:.3f} s wall ({:.1f}%); checksum {:.3f} s for {:.1f} MB",
                             wait, wall, wall > 0 ? 100 * wait / wall : 0.0, s.checksum_seconds, s.checksum_bytes / 1e6));
+  if (src.tier()) {
+    const ExpertSourceStats es = src.stats();
+    const uint64_t req = es.ram_hits + es.ram_misses;
+    out.push_back(fmt::format("store: ram tier {} slots: {} of {} expert requests from RAM ({:.1f}%), {} read from "
+                              "drives; {} fills, {} not admitted, {} evictions",
+                              es.ram_slots, es.ram_hits, req, req ? 100.0 * double(es.ram_hits) / double(req) : 0.0,
+                              es.ram_misses, es.ram_fills, es.ram_bypassed, es.ram_evictions));
+  }
   if (o.prefetch > 0) {
     const ExpertSourceStats es = src.stats();
     out.push_back(fmt::format("store: prefetch {} guesses per row for the next MoE layer: {} reads issued, {} used "

@@ -34,12 +34,15 @@ struct StoreRunOptions {
   // Bound on the expert read buffers, MiB (StoreReadOptions::arena_bytes): a
   // layer's union larger than this is fetched in tiles.
   double arena_mib = 8192;
+  // RAM tier of verified experts, GB (1e9 bytes), or "auto" (what
+  // MemAvailable leaves: ram_tier.h, auto_tier_bytes); "0": off.
+  std::string ram_experts_gb = "0";
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
 };
 
 // Adds --store, --verify, --io, --direct, --queue-depth, --prefetch, --prefetch-depth, --arena-mib,
-// --no-probe;
+// --ram-experts-gb, --no-probe;
 // returns the --store option.
 CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o);
 
@@ -48,6 +51,7 @@ struct StoreModel {
   StoreExpertSource* source = nullptr;  // owned by model
   std::vector<std::string> warnings;
   std::string spine_line;  // "store: spine row-int8 (lossy) ..." for the startup output
+  std::string tier_line;   // "store: ram tier ..." (with --ram-experts-gb), else empty
   SpineCheck spine_check;  // the load-time verification of the spine files (hashed unless --verify off)
 };
 

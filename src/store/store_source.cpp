@@ -62,6 +62,11 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
   const size_t slots = size_t(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(m.num_experts), opts.arena_bytes / m.span_bytes)));
   // Prefetch may use at most half the slots: the rest stay for demand.
   s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots, slots / 2);
+  if (opts.ram_tier_bytes > 0) {
+    DF_ASSIGN(s->tier_, RamTier::create(opts.ram_tier_bytes, m.span_bytes, m.moe_layers.size() * size_t(m.num_experts),
+                                                opts.ram_tier_age_every));
+    s->stats_.ram_slots = s->tier_->slots();
+  }
   return s;
 }
 
@@ -86,7 +91,8 @@ void StoreExpertSource::reap_dropped(bool block) {
   for (auto& sp : dropped_) {
     if (block || engine_->finished(sp.handle)) {
       (void)engine_->wait(sp.handle);  // cancelled: returns once the engine let go of the slot
-      arena_->release(sp.slot);
+      if (sp.in_tier) tier_->abandon(sp.slot);
+      else arena_->release(sp.slot);
     } else {
       dropped_[kept++] = std::move(sp);
     }
@@ -102,14 +108,17 @@ void StoreExpertSource::prefetch(int layer, std::span<const int> experts) {
     for (const auto& sp : spec_) have = have || (sp.layer == layer && sp.expert == e);
     for (const auto& sp : issued) have = have || sp.expert == e;
     if (have) continue;
+    if (tier_ && tier_->resident(tier_key(layer, e))) continue;  // a resident guess costs nothing
     auto req = request(layer, e);
     if (!req.ok()) continue;  // a hint only: begin() reports a bad expert
-    uint8_t* slot = arena_->try_take(io::Purpose::Prefetch);
+    uint8_t* slot = tier_ ? tier_->reserve_guess(tier_key(layer, e)) : nullptr;
+    const bool in_tier = slot != nullptr;
+    if (!slot) slot = arena_->try_take(io::Purpose::Prefetch);
     if (!slot) break;  // over prefetch's share of the arena
     req->dest = slot;
     req->purpose = io::Purpose::Prefetch;
     reqs.push_back(std::move(*req));
-    issued.push_back({layer, e, slot, nullptr});
+    issued.push_back({layer, e, slot, in_tier, nullptr});
   }
   if (reqs.empty()) return;
   auto handles = engine_->submit_batch(std::move(reqs));
@@ -145,12 +154,27 @@ void StoreExpertSource::settle() {
     if (!waited_[i] && handles_[i]) engine_->cancel(handles_[i]);
   for (size_t i = 0; i < handles_.size(); ++i)
     if (!waited_[i] && handles_[i]) (void)engine_->wait(handles_[i]);  // returns once the engine no longer writes the buffer
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (!held_[i]) continue;
+    if (tier_use_[i] == 0) arena_->release(held_[i]);
+    else if (tier_use_[i] == 1 && verified_[i]) tier_->publish(held_[i], tier_key(layer_, experts_[i]));
+    else if (tier_use_[i] == 1) tier_->abandon(held_[i]);  // failed, or never waited for: never enters
+  }
   handles_.clear();
   waited_.clear();
-  for (auto* p : held_)
-    if (p) arena_->release(p);
   held_.clear();
+  tier_use_.clear();
+  verified_.clear();
+  if (tier_) tier_->unpin_all();
   reap_dropped(false);
+}
+
+void StoreExpertSource::tier_snapshot() {
+  if (!tier_) return;
+  const RamTierStats& t = tier_->stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.ram_hits = t.hits, stats_.ram_misses = t.misses, stats_.ram_fills = t.fills;
+  stats_.ram_bypassed = t.bypassed, stats_.ram_evictions = t.evictions;
 }
 
 Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
@@ -170,17 +194,30 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   handles_.assign(experts.size(), nullptr);
   held_.assign(experts.size(), nullptr);
   waited_.assign(experts.size(), 0);
+  tier_use_.assign(experts.size(), 0);
+  verified_.assign(experts.size(), 0);
   uint64_t hits = 0;
-  for (size_t i = 0; i < experts.size(); ++i)
+  for (size_t i = 0; i < experts.size(); ++i) {
+    if (tier_ && man_.expert(layer, experts[i])) {
+      // Every request is looked up (and counted) before any slot is taken,
+      // so this block's hits are pinned before a miss may evict anything.
+      if (const uint8_t* p = tier_->lookup(tier_key(layer, experts[i]))) {
+        held_[i] = const_cast<uint8_t*>(p);
+        tier_use_[i] = 2;
+        continue;
+      }
+    }
     for (auto& sp : spec_)
       if (sp.slot && sp.layer == layer && sp.expert == experts[i]) {
         engine_->promote(sp.handle);
         handles_[i] = std::move(sp.handle);
         held_[i] = sp.slot;
+        tier_use_[i] = sp.in_tier ? 1 : 0;
         sp.slot = nullptr;
         ++hits;
         break;
       }
+  }
   drop_unclaimed();
   std::vector<io::ReadRequest> reqs;
   std::vector<size_t> where;
@@ -188,7 +225,9 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
     if (held_[i]) continue;
     auto req = request(layer, experts[i]);
     if (!req.ok()) return req.status();
-    uint8_t* slot = arena_->try_take(io::Purpose::Demand);
+    uint8_t* slot = tier_ ? tier_->reserve(tier_key(layer, experts[i])) : nullptr;
+    if (slot) tier_use_[i] = 1;
+    if (!slot) slot = arena_->try_take(io::Purpose::Demand);
     if (!slot) {
       reap_dropped(true);  // slots of cancelled prefetches come back once their reads are over
       slot = arena_->try_take(io::Purpose::Demand);
@@ -206,24 +245,29 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
     std::lock_guard<std::mutex> lock(mu_);
     stats_.prefetch_hits += hits;
   }
+  tier_snapshot();
   return {};
 }
 
 Status StoreExpertSource::wait(size_t i) {
-  if (i >= handles_.size() || !handles_[i]) return error("layer {}: expert slot {} was not requested", layer_, i);
-  Status s = engine_->wait(handles_[i]);
-  waited_[i] = 1;
-  DF_TRY(s);
-  static const char* kNames[3] = {"w1", "w2", "w3"};
+  const bool hit = i < tier_use_.size() && tier_use_[i] == 2;
+  if (i >= handles_.size() || (!handles_[i] && !hit)) return error("layer {}: expert slot {} was not requested", layer_, i);
   const uint8_t* base = held_[i];
-  for (int k = 1; k < 6; k += 2)
-    if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
-      return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_, experts_[i],
-                   kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
+  if (!hit) {  // a resident slot passed these checks when it was filled
+    Status s = engine_->wait(handles_[i]);
+    waited_[i] = 1;
+    DF_TRY(s);
+    static const char* kNames[3] = {"w1", "w2", "w3"};
+    for (int k = 1; k < 6; k += 2)
+      if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
+        return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_,
+                     experts_[i], kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
+    verified_[i] = 1;  // only the waiting thread writes its own i; settle() reads it after every wait returned
+  }
   out_[i].w1 = {base + part_offset_[0], base + part_offset_[1]};
   out_[i].w2 = {base + part_offset_[2], base + part_offset_[3]};
   out_[i].w3 = {base + part_offset_[4], base + part_offset_[5]};
-  const auto bytes_in = engine_->bytes_in_at(handles_[i]);
+  const auto bytes_in = hit ? begun_ : engine_->bytes_in_at(handles_[i]);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.experts_acquired++;
   stats_.bytes_touched += man_.expert_bytes;

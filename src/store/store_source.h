@@ -2,7 +2,9 @@
 // expert read of the layer at once through the read engine (demand purpose);
 // wait(i) blocks for one of them, checks it (checksum in the engine, MXFP4
 // scale bytes here) and hands out views into arena buffers that stay valid
-// until the next begin().
+// until the next begin(). With a RAM tier (ram_tier.h) a resident expert
+// needs no read at all, and a miss the tier admits is read straight into
+// its tier slot, published there once its checks passed.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -14,12 +16,15 @@
 #include "io/read_engine.h"
 #include "model/expert_source.h"
 #include "store/manifest.h"
+#include "store/ram_tier.h"
 
 namespace deltafin {
 
 struct StoreReadOptions {
   io::EngineOptions engine;
   uint64_t arena_bytes = 8ull << 30;  // bound on expert buffers (at least one expert's span is always allowed)
+  uint64_t ram_tier_bytes = 0;        // RAM tier of verified experts (0: none)
+  uint64_t ram_tier_age_every = 0;    // TierPolicy's ageing period in requests (0: its default)
 };
 
 class StoreExpertSource : public ExpertSource {
@@ -47,6 +52,8 @@ class StoreExpertSource : public ExpertSource {
   std::vector<std::string> drive_files(int drive) const;
   // The read request for one expert (replicas, checksum, label); dest unset.
   Result<io::ReadRequest> request(int layer, int expert) const;
+  // The RAM tier, nullptr when off.
+  const RamTier* tier() const { return tier_.get(); }
 
  private:
   StoreExpertSource() = default;
@@ -55,6 +62,8 @@ class StoreExpertSource : public ExpertSource {
   std::unique_ptr<io::ReadEngine> engine_;
   std::unique_ptr<io::AlignedArena> arena_;
   std::vector<std::vector<int>> file_ids_;  // [drive][pack] -> engine file id, -1 if unusable
+  std::unique_ptr<RamTier> tier_;
+  int tier_key(int layer, int e) const { return man_.moe_index(layer) * man_.num_experts + e; }
   // Drops the last begin()'s reads: cancels those still queued, waits for
   // the kernel to let go of their buffers, returns the buffers to the arena.
   void settle();
@@ -62,6 +71,7 @@ class StoreExpertSource : public ExpertSource {
   struct Speculative {
     int layer = -1, expert = -1;
     uint8_t* slot = nullptr;
+    bool in_tier = false;  // slot is a reserved tier slot, not an arena buffer
     io::ReadHandle handle;
   };
   std::vector<Speculative> spec_;     // issued by prefetch(), not yet claimed
@@ -71,6 +81,10 @@ class StoreExpertSource : public ExpertSource {
   void drop_unclaimed();
 
   std::vector<uint8_t*> held_;
+  // Per expert of the last begin(): 0 arena buffer, 1 tier slot being filled,
+  // 2 resident tier slot (a hit: no read); fills also record passing checks.
+  std::vector<char> tier_use_, verified_;
+  void tier_snapshot();  // copies the tier's counters into stats_
   uint64_t part_offset_[6] = {}, part_bytes_[6] = {};
   // The reads of the last begin(): one handle per expert, in order.
   int layer_ = -1;

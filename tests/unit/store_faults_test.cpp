@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 #include "checkpoint/safetensors.h"
 #include "core/thread_pool.h"
@@ -358,6 +360,215 @@ TEST_F(StoreFaults, IncompleteStoreIsRefused) {
   ASSERT_NE(run("--store " + store, "s"), 0);
   EXPECT_NE(err("s").find("incomplete"), std::string::npos) << err("s");
   EXPECT_NE(run_command(kBin + " doctor --store " + store + " > /dev/null"), 0);
+}
+
+}  // namespace
+}  // namespace deltafin
+
+namespace deltafin {
+namespace {
+
+// The bytes of `ids` of `layer` through `src` (begin, then waits from a
+// pool) against the checkpoint's; returns the number that differ or failed.
+int mismatches(StoreExpertSource& src, Reference& rf, int layer, const std::vector<int>& ids, ThreadPool* pool) {
+  const size_t packed = size_t(rf.cfg.moe.expert_inter) * rf.cfg.moe.latent / 2;
+  const size_t scales = packed / 16;
+  std::vector<ExpertWeights> a(ids.size()), r(ids.size());
+  if (!src.begin(layer, ids, a).ok() || !rf.experts->acquire(layer, ids, r).ok()) return int(ids.size());
+  std::atomic<int> bad{0};
+  auto check = [&](size_t u0, size_t u1) {
+    for (size_t u = u0; u < u1; ++u)
+      if (!src.wait(u).ok() || std::memcmp(a[u].w1.packed, r[u].w1.packed, packed) != 0 ||
+          std::memcmp(a[u].w2.packed, r[u].w2.packed, packed) != 0 ||
+          std::memcmp(a[u].w3.packed, r[u].w3.packed, packed) != 0 ||
+          std::memcmp(a[u].w1.scales, r[u].w1.scales, scales) != 0 ||
+          std::memcmp(a[u].w3.scales, r[u].w3.scales, scales) != 0)
+        bad++;
+  };
+  if (pool) pool->parallel_for(ids.size(), 1, check);
+  else check(0, ids.size());
+  return bad.load();
+}
+
+// The RAM tier changes where bytes come from, never a bit of output: on
+// (everything fits), off, and too small for one layer's experts (3 slots
+// for tiny's 4 per token), with prefetch, tiles and the io modes.
+TEST_F(StoreFaults, RamTierKeepsLogitsIdentical) {
+  const std::string store = prepare(3, "--replicate-hot 40");
+  auto man = Manifest::load(store);
+  ASSERT_TRUE(man.ok());
+  const std::string three = fmt::format("{:.9f}", 3.5 * double(man->span_bytes) / 1e9);
+  for (const std::string& tier : std::vector<std::string>{"1", three, "auto"})
+    for (const char* mode : {"", "--prefetch 0", "--prefetch 16 --prefetch-depth 3", "--arena-mib 0.1", "--io pread"}) {
+      const std::string extra = "--ram-experts-gb " + tier + " " + mode + " --stats --no-probe";
+      ASSERT_EQ(run("--store " + store, "t", extra), 0) << extra << ": " << err("t");
+      expect_identical_to_model("t");
+      const std::string e = err("t");
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(e, m, std::regex(R"(store: ram tier (\d+) slots: (\d+) of (\d+) expert requests)"))) << e;
+      EXPECT_EQ(std::stoul(m[1]), tier == three ? 3u : 160u) << e;
+      if (tier != three) {
+        EXPECT_GT(std::stoul(m[2]), 0u) << extra << ": " << e;  // experts used again came from RAM
+      }
+    }
+}
+
+// Eviction under a byte budget of five spans: residents are replaced by
+// experts requested more often, every request is a hit or a miss, and every
+// byte handed out (from RAM or a drive) is the checkpoint's.
+TEST_F(StoreFaults, RamTierEvictsUnderItsBudget) {
+  const std::string store = prepare(2, "");
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  StoreReadOptions ro;
+  ro.ram_tier_bytes = 5 * rf.man.span_bytes + rf.man.span_bytes / 2;
+  ro.ram_tier_age_every = 40;  // scores halve every 10 rounds, so the second phase's experts take over
+  auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+  ASSERT_TRUE(src.ok()) << src.message();
+  ASSERT_NE((*src)->tier(), nullptr);
+  EXPECT_EQ((*src)->tier()->slots(), 5u);
+  EXPECT_LE((*src)->tier()->bytes(), ro.ram_tier_bytes);
+  std::mt19937 rng(5);
+  uint64_t requests = 0;
+  const int layer = rf.man.moe_layers[1];
+  for (int round = 0; round < 80; ++round) {
+    // Experts 0-2 in most rounds, then a phase where 20-22 take over.
+    std::vector<int> ids;
+    const int hot = round < 40 ? 0 : 20;
+    for (int e = hot; e < hot + 3; ++e)
+      if (rng() % 4) ids.push_back(e);
+    while (ids.size() < 4) {
+      const int e = 3 + int(rng() % 16);
+      if (std::find(ids.begin(), ids.end(), e) == ids.end()) ids.push_back(e);
+    }
+    requests += ids.size();
+    ASSERT_EQ(mismatches(**src, rf, layer, ids, nullptr), 0) << "round " << round;
+  }
+  ASSERT_TRUE((*src)->begin(layer, {}, {}).ok());  // publishes the last round's fills
+  const ExpertSourceStats st = (*src)->stats();
+  EXPECT_EQ(st.ram_hits + st.ram_misses, requests);
+  EXPECT_GT(st.ram_evictions, 0u);
+  EXPECT_GT(st.ram_bypassed, 0u);
+  EXPECT_GT(st.ram_hits, requests / 3) << "the hot experts were not kept";
+  for (int e = 20; e < 23; ++e) EXPECT_TRUE((*src)->tier()->resident(rf.man.moe_index(layer) * 32 + e)) << e;
+  for (int e = 0; e < 3; ++e) EXPECT_FALSE((*src)->tier()->resident(rf.man.moe_index(layer) * 32 + e)) << e;
+}
+
+// Fills (the I/O threads writing tier slots) and use (compute threads reading
+// resident ones) at once, with guesses read into tier slots, abandoned
+// begins and evictions; at the end no slot is lost (every one resident or
+// free). Runs under TSan in CI.
+TEST_F(StoreFaults, RamTierConcurrentFillAndUse) {
+  const std::string store = prepare(2, "--replicate-hot 20");
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  StoreReadOptions ro;
+  ro.engine.queue_depth = 2;
+  ro.engine.prefetch_depth = 1;
+  ro.ram_tier_bytes = 8 * rf.man.span_bytes;
+  auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+  ASSERT_TRUE(src.ok()) << src.message();
+  const std::vector<int>& moe = rf.man.moe_layers;
+  std::mt19937 rng(7);
+  auto pick = [&](size_t n) {
+    std::vector<int> ids;
+    while (ids.size() < n) {
+      const int e = rng() % 3 ? int(rng() % 6) : int(rng() % 32);  // skewed: 0-5 are hot
+      if (std::find(ids.begin(), ids.end(), e) == ids.end()) ids.push_back(e);
+    }
+    return ids;
+  };
+  ThreadPool pool(3);
+  for (int round = 0; round < 60; ++round) {
+    const int layer = moe[size_t(round) % 2];  // two layers, so residents are hit again
+    const std::vector<int> ids = pick(5);
+    if (round % 4 == 3) {
+      std::vector<ExpertWeights> a(ids.size());
+      ASSERT_TRUE((*src)->begin(layer, ids, a).ok());
+      (*src)->prefetch(moe[size_t(round + 1) % 2], pick(3));
+      continue;  // abandoned: none of its reads is waited for
+    }
+    std::vector<ExpertWeights> a(ids.size()), r(ids.size());
+    ASSERT_TRUE((*src)->begin(layer, ids, a).ok());
+    (*src)->prefetch(moe[size_t(round + 1) % 2], pick(3));
+    ASSERT_TRUE(rf.experts->acquire(layer, ids, r).ok());
+    const size_t packed = size_t(rf.cfg.moe.expert_inter) * rf.cfg.moe.latent / 2;
+    std::atomic<int> bad{0};
+    pool.parallel_for(ids.size(), 1, [&](size_t u0, size_t u1) {
+      for (size_t u = u0; u < u1; ++u)
+        if (!(*src)->wait(u).ok() || std::memcmp(a[u].w1.packed, r[u].w1.packed, packed) != 0 ||
+            std::memcmp(a[u].w2.packed, r[u].w2.packed, packed) != 0)
+          bad++;
+    });
+    ASSERT_EQ(bad.load(), 0) << "round " << round;
+  }
+  const ExpertSourceStats st = (*src)->stats();
+  EXPECT_GT(st.ram_hits, 0u);
+  EXPECT_GT(st.ram_evictions, 0u);
+  // Dropped guesses give their slots back once their reads are over.
+  const RamTier* t = (*src)->tier();
+  for (int i = 0; i < 200 && t->policy().resident() + t->policy().free_slots() != t->slots(); ++i) {
+    ASSERT_TRUE((*src)->begin(moe[0], {}, {}).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(t->policy().resident() + t->policy().free_slots(), t->slots()) << "a tier slot leaked";
+}
+
+// A read that arrives corrupted never fills a slot: without a replica it
+// fails, and fails again the next time (not a hit); with replicas it is
+// healed, and the healed bytes are what the tier then serves.
+TEST_F(StoreFaults, RamTierNeverKeepsACorruptedRead) {
+  {
+    const std::string store = prepare(2, "");
+    Reference rf;
+    ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+    const int layer = rf.man.moe_layers[0], bad_e = 5;
+    const Placement& p = rf.man.expert(layer, bad_e)->at[0];
+    flip_byte((fs::path(rf.man.pack_dir(p.drive)) / rf.man.drives[p.drive].packs[p.file].name).string(), p.offset + 777);
+    StoreReadOptions ro;
+    ro.ram_tier_bytes = 64 * rf.man.span_bytes;
+    auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+    ASSERT_TRUE(src.ok()) << src.message();
+    const std::vector<int> ids = {3, 4, 5, 6};
+    for (int pass = 0; pass < 2; ++pass) {
+      std::vector<ExpertWeights> a(ids.size());
+      ASSERT_TRUE((*src)->begin(layer, ids, a).ok());
+      for (size_t u = 0; u < ids.size(); ++u) {
+        const Status s = (*src)->wait(u);
+        if (ids[u] == bad_e) {
+          ASSERT_FALSE(s.ok()) << "pass " << pass;
+          EXPECT_NE(s.message().find("checksum mismatch"), std::string::npos) << s.message();
+        } else {
+          EXPECT_TRUE(s.ok()) << s.message();
+        }
+      }
+    }
+    ASSERT_TRUE((*src)->begin(layer, {}, {}).ok());
+    const ExpertSourceStats st = (*src)->stats();
+    EXPECT_EQ(st.ram_hits, 3u);    // the good three, on the second pass
+    EXPECT_EQ(st.ram_misses, 5u);  // four, then the corrupt one again
+    EXPECT_EQ(st.ram_fills, 3u);
+    EXPECT_FALSE((*src)->tier()->resident(rf.man.moe_index(layer) * 32 + bad_e));
+  }
+  fs::remove_all(dir + "/store");
+  for (int d = 0; d < 2; ++d) fs::remove_all(fmt::format("{}/drive{}", dir, d));
+  {
+    const std::string store = prepare(2, "--replicate-hot all");
+    Reference rf;
+    ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+    flip_every_primary(rf.man);
+    StoreReadOptions ro;
+    ro.ram_tier_bytes = 200 * rf.man.span_bytes;
+    auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+    ASSERT_TRUE(src.ok()) << src.message();
+    std::vector<int> all(32);
+    for (int e = 0; e < 32; ++e) all[e] = e;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int layer : rf.man.moe_layers) ASSERT_EQ(mismatches(**src, rf, layer, all, nullptr), 0) << pass;
+    const ExpertSourceStats st = (*src)->stats();
+    EXPECT_EQ(st.ram_hits, 32 * rf.man.moe_layers.size());
+    EXPECT_GT((*src)->engine().stats().retries, 0u);
+  }
 }
 
 }  // namespace

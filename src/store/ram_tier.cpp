@@ -1,0 +1,121 @@
+#include "store/ram_tier.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "io/io_buffer.h"
+
+namespace deltafin {
+
+Result<std::unique_ptr<RamTier>> RamTier::create(uint64_t budget_bytes, uint64_t span_bytes, size_t keys,
+                                                 uint64_t age_every) {
+  if (span_bytes == 0) return error("RAM tier: span of 0 bytes");
+  const uint64_t n = std::min<uint64_t>(budget_bytes / span_bytes, keys);
+  if (n == 0)
+    return error("RAM tier: {} bytes hold no expert span of {} bytes", budget_bytes, span_bytes);
+  auto t = std::unique_ptr<RamTier>(new RamTier(size_t(n), span_bytes, keys, age_every));
+  // Rounded up to whole huge pages; NORESERVE: pages exist once touched.
+  t->mapped_ = (n * span_bytes + io::kHugePage - 1) / io::kHugePage * io::kHugePage;
+  void* p = ::mmap(nullptr, t->mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return error("RAM tier: cannot map {} bytes: {}", t->mapped_, std::strerror(errno));
+  t->base_ = static_cast<uint8_t*>(p);
+  (void)::madvise(p, t->mapped_, MADV_HUGEPAGE);  // advisory: fewer scatter-gather segments per O_DIRECT read
+#ifdef MLOCK_ONFAULT
+  if (::mlock2(p, t->mapped_, MLOCK_ONFAULT) == 0) {
+    t->locked_ = true;
+    t->lock_note_ = "locked";
+  } else {
+    t->lock_note_ = fmt::format("not locked ({}; raise `ulimit -l` to keep the tier out of swap)", std::strerror(errno));
+  }
+#else
+  t->lock_note_ = "not locked (no mlock2 here)";
+#endif
+  return t;
+}
+
+RamTier::~RamTier() {
+  if (base_) ::munmap(base_, mapped_);
+}
+
+const uint8_t* RamTier::lookup(int key) {
+  policy_.use(key);
+  const int s = policy_.slot_of(key);
+  if (s < 0) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  ++stats_.hits;
+  if (!pinned_[size_t(s)]) pinned_[size_t(s)] = 1, pinned_list_.push_back(s);
+  return slot_ptr(s);
+}
+
+uint8_t* RamTier::take(int key) {
+  int evicted = -1;
+  const int s = policy_.admit(key, [&](int slot) { return pinned_[size_t(slot)] != 0; }, &evicted);
+  if (s < 0) return nullptr;
+  if (evicted >= 0) ++stats_.evictions;
+  pinned_[size_t(s)] = 1;  // reserved: never a victim while its read is in flight
+  pinned_list_.push_back(s);
+  return slot_ptr(s);
+}
+
+uint8_t* RamTier::reserve(int key) {
+  uint8_t* p = take(key);
+  if (!p) ++stats_.bypassed;
+  return p;
+}
+
+uint8_t* RamTier::reserve_guess(int key) { return take(key); }
+
+void RamTier::publish(uint8_t* slot, int key) {
+  policy_.publish(slot_index(slot), key);
+  ++stats_.fills;
+}
+
+void RamTier::abandon(uint8_t* slot) {
+  policy_.abandon(slot_index(slot));
+  ++stats_.abandoned;
+}
+
+void RamTier::unpin_all() {
+  for (int s : pinned_list_) pinned_[size_t(s)] = 0;
+  pinned_list_.clear();
+}
+
+Result<std::pair<uint64_t, uint64_t>> meminfo_available_total() {
+  std::ifstream f("/proc/meminfo");
+  if (!f) return error("/proc/meminfo: cannot open");
+  uint64_t avail = 0, total = 0;
+  bool have_avail = false, have_total = false;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    std::string name;
+    uint64_t kb = 0;
+    is >> name >> kb;
+    if (name == "MemAvailable:") avail = kb << 10, have_avail = true;
+    if (name == "MemTotal:") total = kb << 10, have_total = true;
+  }
+  if (!have_avail || !have_total) return error("/proc/meminfo: no MemAvailable/MemTotal line");
+  return std::make_pair(avail, total);
+}
+
+Result<AutoTierSize> auto_tier_bytes(uint64_t spine_bytes, uint64_t arena_bytes, uint64_t session_bytes) {
+  DF_ASSIGN(auto mem, meminfo_available_total());
+  const uint64_t margin = std::max<uint64_t>(2ull << 30, mem.second / 20);
+  const uint64_t used = spine_bytes + arena_bytes + session_bytes + margin;
+  AutoTierSize a;
+  a.bytes = mem.first > used ? mem.first - used : 0;
+  auto gb = [](uint64_t b) { return double(b) / 1e9; };
+  a.line = fmt::format(
+      "ram tier auto: MemAvailable {:.2f} GB - spine {:.2f} - read arena {:.2f} - session state {:.2f} - margin {:.2f} "
+      "= {:.2f} GB",
+      gb(mem.first), gb(spine_bytes), gb(arena_bytes), gb(session_bytes), gb(margin), gb(a.bytes));
+  return a;
+}
+
+}  // namespace deltafin

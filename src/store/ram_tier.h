@@ -1,0 +1,94 @@
+// The RAM tier of expert spans: a fixed number of span-sized slots in one
+// anonymous mapping (huge-page advised, locked as pages fault in where the
+// memory-lock limit allows), holding experts whose reads already arrived and
+// verified, chosen by TierPolicy. Slots are filled by the read engine's own
+// reads (the store source points a miss's read at a tier slot), so a fill
+// costs no extra read and no copy; a slot is published only after its read's
+// checksum and MXFP4 scales checked, so a corrupted read never enters.
+// Single-threaded by design: only the store source's begin()/prefetch()
+// (the engine's MoE thread) calls it; the I/O threads write into reserved
+// slots and compute threads read pinned ones, both synchronised by the read
+// engine's handles.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "store/tier_policy.h"
+
+namespace deltafin {
+
+struct RamTierStats {
+  uint64_t hits = 0;       // requests served from a resident slot
+  uint64_t misses = 0;     // requests read from a drive
+  uint64_t fills = 0;      // reads published into a slot
+  uint64_t bypassed = 0;   // misses the policy did not admit (read into the arena)
+  uint64_t evictions = 0;  // residents dropped for a newcomer
+  uint64_t abandoned = 0;  // reserved slots whose read failed or was dropped
+};
+
+class RamTier {
+ public:
+  // floor(budget / span) slots (0 slots: an error, the caller turns the tier off).
+  // age_every: TierPolicy's (0: its default).
+  static Result<std::unique_ptr<RamTier>> create(uint64_t budget_bytes, uint64_t span_bytes, size_t keys,
+                                                 uint64_t age_every = 0);
+  ~RamTier();
+  RamTier(const RamTier&) = delete;
+  RamTier& operator=(const RamTier&) = delete;
+
+  size_t slots() const { return policy_.slots(); }
+  uint64_t bytes() const { return uint64_t(slots()) * span_; }
+  bool locked() const { return locked_; }  // mlock held (else the pages may be swapped)
+  const std::string& lock_note() const { return lock_note_; }
+  TierPolicy& policy() { return policy_; }
+  const TierPolicy& policy() const { return policy_; }
+
+  // A request of `key` by begin(): counts it; the resident bytes (pinned
+  // until unpin_all()) or nullptr for a miss.
+  const uint8_t* lookup(int key);
+  // A slot for a miss's read (pinned), or nullptr: bypass. Counts the miss
+  // as bypassed when it returns nullptr.
+  uint8_t* reserve(int key);
+  // reserve() for a speculative read: never counted as a request.
+  uint8_t* reserve_guess(int key);
+  // The read into `slot` (from reserve) verified / failed or dropped.
+  void publish(uint8_t* slot, int key);
+  void abandon(uint8_t* slot);
+  // Ends a begin(): its hits and fills may be evicted again.
+  void unpin_all();
+  bool resident(int key) const { return policy_.slot_of(key) >= 0; }
+  const RamTierStats& stats() const { return stats_; }
+
+ private:
+  RamTier(size_t slots, uint64_t span, size_t keys, uint64_t age_every)
+      : policy_(keys, slots, age_every), span_(span), pinned_(slots, 0) {}
+  uint8_t* slot_ptr(int s) const { return base_ + uint64_t(s) * span_; }
+  int slot_index(const uint8_t* p) const { return int(uint64_t(p - base_) / span_); }
+  uint8_t* take(int key);
+  TierPolicy policy_;
+  uint64_t span_;
+  uint8_t* base_ = nullptr;
+  uint64_t mapped_ = 0;
+  bool locked_ = false;
+  std::string lock_note_;
+  std::vector<char> pinned_;
+  std::vector<int> pinned_list_;
+  RamTierStats stats_;
+};
+
+// The tier's size for --ram-experts-gb auto: what MemAvailable leaves after
+// the spine (counted whole: its mapped pages compete for the same memory),
+// the read arena, the per-sequence state and a margin (the larger of 2 GiB and
+// 5 % of MemTotal), never below 0. `line` gets the arithmetic for the log.
+struct AutoTierSize {
+  uint64_t bytes = 0;
+  std::string line;
+};
+Result<AutoTierSize> auto_tier_bytes(uint64_t spine_bytes, uint64_t arena_bytes, uint64_t session_bytes);
+// MemAvailable and MemTotal from /proc/meminfo, bytes.
+Result<std::pair<uint64_t, uint64_t>> meminfo_available_total();
+
+}  // namespace deltafin

@@ -1,0 +1,150 @@
+// The RAM tier's policy (frequency with ageing, admission, pins) on hand-made
+// request sequences, and the tier's memory staying within its byte budget.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "store/ram_tier.h"
+#include "store/tier_policy.h"
+
+namespace deltafin {
+namespace {
+
+auto none = [](int) { return false; };
+
+TEST(TierPolicy, FreeSlotsFirstThenOnlyAHigherScoreEvicts) {
+  TierPolicy p(10, 2, 1000);
+  int ev = 0;
+  p.use(1);
+  const int s1 = p.admit(1, none, &ev);
+  ASSERT_GE(s1, 0);
+  EXPECT_EQ(ev, -1);
+  EXPECT_EQ(p.slot_of(1), -1);  // reserved, not resident before publish
+  p.publish(s1, 1);
+  EXPECT_EQ(p.slot_of(1), s1);
+  p.use(2);
+  const int s2 = p.admit(2, none, &ev);
+  ASSERT_GE(s2, 0);
+  EXPECT_NE(s1, s2);
+  p.publish(s2, 2);
+  EXPECT_EQ(p.free_slots(), 0u);
+  // Key 3 once: score 1, ties with both residents: bypassed.
+  p.use(3);
+  EXPECT_EQ(p.admit(3, none, &ev), -1);
+  // Twice: 2 > 1, so the lowest resident goes (1 and 2 tie: the lower key).
+  p.use(3);
+  EXPECT_EQ(p.admit(3, none, &ev), s1);
+  EXPECT_EQ(ev, 1);
+  EXPECT_EQ(p.slot_of(1), -1);
+  p.publish(s1, 3);
+  EXPECT_EQ(p.resident(), 2u);
+  // A use of a resident raises its score: 2 is now 2, 3 is 2; 4 at 2 ties: bypassed.
+  p.use(2);
+  p.use(4);
+  p.use(4);
+  EXPECT_EQ(p.admit(4, none, &ev), -1);
+  // At 3 it beats both, but pinned slots are never taken.
+  p.use(4);
+  EXPECT_EQ(p.admit(4, [&](int s) { return s == s1 || s == s2; }, &ev), -1);
+  EXPECT_EQ(p.admit(4, [&](int s) { return s == s1; }, &ev), s2);
+  EXPECT_EQ(ev, 2);
+  // The read failed: the slot is free again and nothing is resident there.
+  p.abandon(s2);
+  EXPECT_EQ(p.slot_of(4), -1);
+  EXPECT_EQ(p.free_slots(), 1u);
+  EXPECT_EQ(p.resident(), 1u);
+  // Abandoning a resident's slot drops it too.
+  p.abandon(s1);
+  EXPECT_EQ(p.slot_of(3), -1);
+  EXPECT_EQ(p.free_slots(), 2u);
+  EXPECT_EQ(p.resident(), 0u);
+}
+
+TEST(TierPolicy, ScoresHalveEveryAgeEveryUses) {
+  TierPolicy p(4, 1, 4);
+  p.use(0), p.use(0), p.use(0);  // 3
+  EXPECT_EQ(p.score(0), 3.0);
+  p.use(1);  // the 4th use: everything halves after counting it
+  EXPECT_EQ(p.score(0), 1.5);
+  EXPECT_EQ(p.score(1), 0.5);
+  int ev = 0;
+  const int s = p.admit(0, none, &ev);
+  p.publish(s, 0);
+  // Key 1 needs more than 1.5: two more uses give it 2.5.
+  p.use(1), p.use(1);
+  EXPECT_EQ(p.admit(1, none, &ev), s);  // 2.5 > 1.5
+  EXPECT_EQ(ev, 0);
+  p.publish(s, 1);
+  p.use(2), p.use(1);  // 8th use: halve
+  EXPECT_EQ(p.score(1), 1.75);
+  EXPECT_EQ(p.score(0), 0.75);
+  // Seeded scores take part like counted ones.
+  p.seed(3, 10);
+  EXPECT_EQ(p.admit(3, none, &ev), s);
+  EXPECT_EQ(ev, 1);
+}
+
+uint64_t rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string name;
+  uint64_t kb = 0;
+  while (f >> name) {
+    if (name == "VmRSS:") {
+      f >> kb;
+      return kb << 10;
+    }
+    f.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// Filling far more experts than fit, with evictions, never grows the process
+// beyond the tier's budget: the slots are the only memory it has.
+TEST(RamTier, ResidentMemoryStaysWithinTheBudget) {
+  const uint64_t span = 1 << 20, budget = 48ull << 20;
+  auto t = RamTier::create(budget + span / 2, span, 400);
+  ASSERT_TRUE(t.ok()) << t.message();
+  EXPECT_EQ((*t)->slots(), 48u);
+  EXPECT_LE((*t)->bytes(), budget + span / 2);
+  const uint64_t rss0 = rss_bytes();
+  ASSERT_GT(rss0, 0u);
+  for (int round = 0; round < 3; ++round)
+    for (int k = 0; k < 400; ++k) {
+      const int key = (k * 7 + round) % 400;
+      for (int u = 0; u < 1 + k % 3; ++u) {
+        if ((*t)->lookup(key)) continue;
+        if (uint8_t* slot = (*t)->reserve(key)) {
+          std::memset(slot, key & 0xff, span);  // what a read does to its slot
+          (*t)->publish(slot, key);
+        }
+        (*t)->unpin_all();
+      }
+    }
+  const RamTierStats& st = (*t)->stats();
+  EXPECT_GT(st.evictions, 0u);
+  EXPECT_GT(st.hits, 0u);
+  EXPECT_GT(st.bypassed, 0u);
+  EXPECT_EQ((*t)->policy().resident(), 48u);
+  const uint64_t grown = rss_bytes() - rss0;
+  EXPECT_GT(grown, budget / 2) << "the slots were not touched";
+  EXPECT_LE(grown, budget + (8ull << 20)) << "the tier grew beyond its budget";
+  // Every resident slot still holds its own key's bytes.
+  for (int key = 0; key < 400; ++key)
+    if ((*t)->resident(key)) {
+      const uint8_t* p = (*t)->lookup(key);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(p[0], key & 0xff);
+      EXPECT_EQ(p[span - 1], key & 0xff);
+    }
+}
+
+TEST(RamTier, BudgetBelowOneSpanIsAnError) {
+  auto t = RamTier::create(4095, 4096, 10);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.message().find("hold no expert"), std::string::npos) << t.message();
+}
+
+}  // namespace
+}  // namespace deltafin

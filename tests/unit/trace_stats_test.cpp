@@ -1,0 +1,141 @@
+// `trace-stats` on a crafted route trace: every statistic against values
+// worked out by hand (in the comments), the tier replay's policy and Belady
+// counts, the CLI's JSON, and errors naming the line.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/route_steps.h"
+#include "sim/trace_stats.h"
+#include "test_models.h"
+
+namespace deltafin {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Two MoE layers (1 and 3), six experts, four positions, two experts each:
+//   L1: p0 {0,1}  p1 {1,2}  p2 {1,2}  p3 {3,4}
+//   L3: p0 {0,5}  p1 {0,5}  p2 {0,1}  p3 {0,2}
+// and two guesses for layer 3: at p1 {0,4} (one row), at p2 {0,1,2} (two rows).
+const char* kTrace = R"({"pos":0,"layer":1,"experts":[1,0]}
+{"pos":0,"layer":3,"experts":[5,0]}
+{"pos":1,"layer":3,"rows":1,"guess":[0,4]}
+{"pos":1,"layer":1,"experts":[1,2]}
+{"pos":1,"layer":3,"experts":[0,5]}
+{"pos":2,"layer":1,"experts":[2,1]}
+{"pos":2,"layer":3,"rows":2,"guess":[0,1,2]}
+{"pos":2,"layer":3,"experts":[0,1]}
+{"pos":3,"layer":1,"experts":[3,4]}
+{"pos":3,"layer":3,"experts":[2,0]}
+)";
+
+class TraceStatsTest : public ::testing::Test {
+ protected:
+  std::string dir, path;
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / fmt::format("deltafin-trace-{}", ::getpid())).string();
+    fs::create_directories(dir);
+    path = dir + "/t.jsonl";
+    std::ofstream(path) << kTrace;
+  }
+  void TearDown() override { fs::remove_all(dir); }
+};
+
+TEST_F(TraceStatsTest, CraftedTraceGivesHandComputedValues) {
+  auto t = sim::read_trace_routes(path, 6);
+  ASSERT_TRUE(t.ok()) << t.message();
+  EXPECT_EQ(t->layers, (std::vector<int>{1, 3}));
+  ASSERT_EQ(t->guesses.size(), 2u);
+  const sim::TraceStats s = sim::trace_stats(*t, {1, 2, 3, 4}, {2}, 0);
+  EXPECT_EQ(s.positions, 4);
+  EXPECT_EQ(s.layers, 2);
+  EXPECT_DOUBLE_EQ(s.per_position, 2.0);
+  // Pairs (p1,p0) (p2,p1) (p3,p2) per layer: L1 1/2, 1, 0; L3 1, 1/2, 1/2 -> 3.5 / 6.
+  EXPECT_EQ(s.persistence_pairs, 6u);
+  EXPECT_DOUBLE_EQ(s.persistence, 3.5 / 6);
+  // Guess {0,4} vs {0,5}: 1/2 and 1/2; {0,1,2} vs p2 u p3 = {0,1,2}: 1 and 1.
+  EXPECT_EQ(s.guess_blocks, 2u);
+  EXPECT_DOUBLE_EQ(s.guess_recall, 0.75);
+  EXPECT_DOUBLE_EQ(s.guess_precision, 0.75);
+  EXPECT_EQ(s.guess_recall_by_layer, (std::vector<double>{-1, 0.75}));
+  // Counts L1 {e0 1, e1 3, e2 2, e3 1, e4 1, e5 0}: top 3 over median 1;
+  // L3 {4, 1, 1, 0, 0, 2}: 4 over median 1. Top tenth (one expert each): 7 of 16.
+  EXPECT_EQ(s.skew_by_layer, (std::vector<double>{3, 4}));
+  EXPECT_DOUBLE_EQ(s.skew_median, 3.5);
+  EXPECT_DOUBLE_EQ(s.skew_min, 3);
+  EXPECT_DOUBLE_EQ(s.skew_max, 4);
+  EXPECT_DOUBLE_EQ(s.top_tenth_share, 7.0 / 16);
+  // k=2: L1 {0,1,2} {1,2,3,4}, L3 {0,5} {0,1,2} -> 3; k=3 (p0-p2 only): 3 and 3;
+  // k=4: L1 5, L3 4 -> 4.5.
+  ASSERT_EQ(s.unions.size(), 4u);
+  EXPECT_DOUBLE_EQ(s.unions[0].mean, 2.0);
+  EXPECT_DOUBLE_EQ(s.unions[0].of_routed, 1.0);
+  EXPECT_DOUBLE_EQ(s.unions[1].mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.unions[1].of_routed, 0.75);
+  EXPECT_DOUBLE_EQ(s.unions[2].mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.unions[3].mean, 4.5);
+  EXPECT_DOUBLE_EQ(s.unions[3].of_routed, 4.5 / 8);
+  // Two slots, keys m*6+e: 0,1 | 6,11 | 1,2 | 6,11 | 1,2 | 6,7 | 3,4 | 6,8.
+  // Policy: 0 and 1 take the free slots; 6 and 11 tie at 1 (bypassed); 1 hits;
+  // 6 at 2 evicts 0; then 1, 6, 6 hit: 4. Belady keeps 1 and 6: 1,6,1,6,6 hit: 5.
+  ASSERT_EQ(s.tiers.size(), 1u);
+  EXPECT_EQ(s.tiers[0].requests, 16u);
+  EXPECT_EQ(s.tiers[0].policy_hits, 4u);
+  EXPECT_EQ(s.tiers[0].belady_hits, 5u);
+  EXPECT_EQ(s.tiers[0].decode_requests, 16u);
+}
+
+TEST_F(TraceStatsTest, PromptPositionsAreOneBlockForTheTier) {
+  auto t = sim::read_trace_routes(path, 6);
+  ASSERT_TRUE(t.ok()) << t.message();
+  // p0-p1 as a block: {0,1,2} and {6,11}, then 1,2 | 6,7 | 3,4 | 6,8. Policy:
+  // 0, 1 fill, 2 and 6, 11 tie out; 1 hits, 2 (score 2) evicts 0; 6 (2) ties
+  // out; 6 (3) evicts 1: one hit, in decode.
+  size_t prefill = 0;
+  const auto groups = sim::tier_requests(*t, 2, &prefill);
+  EXPECT_EQ(prefill, 2u);
+  ASSERT_EQ(groups.size(), 6u);
+  EXPECT_EQ(groups[0], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(groups[1], (std::vector<int>{6, 11}));
+  const sim::TierReplay r = sim::replay_tier(groups, 12, 2, prefill);
+  EXPECT_EQ(r.requests, 13u);
+  EXPECT_EQ(r.decode_requests, 8u);
+  EXPECT_EQ(r.policy_hits, 1u);
+  EXPECT_EQ(r.decode_policy_hits, 1u);
+  // Belady: 0,1,2,6,11 | 1,2 | 6,7 | 3,4 | 6,8 keeps 1 and 6 (1 at i5, 6 at i7
+  // and i11) or 2; best is 3 hits (1, 6, 6).
+  EXPECT_EQ(r.belady_hits, 3u);
+  // Never above the optimum, whatever the size.
+  for (size_t slots = 0; slots <= 12; ++slots) {
+    const sim::TierReplay x = sim::replay_tier(groups, 12, slots, prefill);
+    EXPECT_LE(x.policy_hits, x.belady_hits) << slots;
+  }
+}
+
+TEST_F(TraceStatsTest, CliWritesJsonAndNamesBadLines) {
+  const std::string bin = DELTAFIN_BINARY;
+  ASSERT_EQ(testing::run_command(bin + " trace-stats --trace " + path + " --experts 6 --ram-slots 2 --json " + dir +
+                                 "/s.json > " + dir + "/out.txt"),
+            0)
+      << testing::slurp(dir + "/out.txt");
+  const auto j = nlohmann::json::parse(testing::slurp(dir + "/s.json"));
+  EXPECT_DOUBLE_EQ(j.at("persistence").get<double>(), 3.5 / 6);
+  EXPECT_EQ(j.at("tiers").at(0).at("belady_hits"), 5);
+  EXPECT_NE(testing::slurp(dir + "/out.txt").find("policy 25.0% of 16 requests from RAM, Belady 31."), std::string::npos)
+      << testing::slurp(dir + "/out.txt");
+  // simulate-drives' reader skips the guess lines.
+  auto steps = sim::read_route_steps(path, {}, 4, 6, 0);
+  ASSERT_TRUE(steps.ok()) << steps.message();
+  EXPECT_EQ(steps->positions, 4);
+  std::ofstream(path, std::ios::app) << "{\"pos\":4,\"layer\":1,\"experts\":[9]}\n";
+  ASSERT_NE(testing::run_command(bin + " trace-stats --trace " + path + " --experts 6 2> " + dir + "/err.txt"), 0);
+  EXPECT_NE(testing::slurp(dir + "/err.txt").find("t.jsonl:11: an expert id is out of range"), std::string::npos)
+      << testing::slurp(dir + "/err.txt");
+}
+
+}  // namespace
+}  // namespace deltafin
