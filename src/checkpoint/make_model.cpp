@@ -190,8 +190,11 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
     const double u = uniform_pm1(rng);
     return i < live ? centre + spread * u : 0.0;
   };
+  const bool skewed = p.route_skew > 0 && ends_with(n, "e_score_correction_bias");
   for (uint64_t i = 0; i < count; ++i) {
-    const float v = float(value(i));
+    double x = value(i);
+    if (skewed) x += p.route_skew * (-std::log(1.0 - 0.5 * (uniform_pm1(rng) + 1.0) * 0.999999999) - std::log(2.0));
+    const float v = float(x);
     if (t.dtype == DType::BF16) {
       const uint16_t b = f32_to_bf16(v);
       std::memcpy(out.data() + 2 * i, &b, 2);

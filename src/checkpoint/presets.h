@@ -28,6 +28,11 @@ struct ModelPreset {
   bool sparse = false;               // data left as holes (metadata-only checkpoint)
   bool write_rank_file = true;       // tiktoken.model (byte-level) for scaled presets
   double experts_gb = 0;             // k3-shaped: the expert budget the widths were sized from
+  // Popularity skew of the routing (make-model --route-skew): each layer's
+  // correction bias gets route_skew x (an Exp(1) draw - ln 2), so a few
+  // experts per layer are chosen far more often than the median, as in the
+  // real K3. 0: the plain small random bias (and the same bytes as before).
+  double route_skew = 0;
 
   int bos_id() const { return text_ranks; }
   int eos_id() const { return text_ranks + 2; }

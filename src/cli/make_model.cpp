@@ -21,6 +21,7 @@ struct MakeModelArgs {
   std::vector<std::string> drives;
   uint64_t seed = 1;
   double experts_gb = 0;
+  double route_skew = 0;
   int pause_ms = 0;
   bool quiet = false;
 };
@@ -56,6 +57,7 @@ int run_make_model(const MakeModelArgs& a) {
   if (a.preset == "dspark") return run_make_dspark(a);
   if (!a.target.empty()) return fail("--target goes with --preset dspark");
   auto preset = find_preset(a.preset, a.experts_gb);
+  if (preset.ok()) preset->route_skew = a.route_skew;
   if (!preset.ok()) return fail(preset.message());
   if (a.store.empty() != a.drives.empty()) return fail("--store and --drive go together");
   PrepareOptions o;
@@ -89,6 +91,10 @@ void setup(CLI::App& root) {
   cmd->add_option("--out", args->out, "output directory (created if needed)")->required();
   cmd->add_option("--seed", args->seed, "random seed for the weights (default 1)");
   cmd->add_option("--experts-gb", args->experts_gb, "k3-shaped: total routed-expert size in GB (required; fractions allowed)");
+  cmd->add_option("--route-skew", args->route_skew,
+                  "Popularity skew of the routing: each MoE layer's correction bias gets S x (Exp(1) - ln 2) per "
+                  "expert, so a few experts are routed far more often (docs/RAM_TIER.md; 0: uniform)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--store", args->store,
                   "write the routed experts straight into this store (as `prepare` would); --out gets only the spine");
   cmd->add_option("--drive", args->drives, "with --store: drive root for expert packs, DIR or DIR:MBPS (repeatable)");

@@ -139,3 +139,40 @@ TEST_F(TraceStatsTest, CliWritesJsonAndNamesBadLines) {
 
 }  // namespace
 }  // namespace deltafin
+
+namespace deltafin {
+namespace {
+
+// make-model --route-skew: the routing a run records is measurably more
+// skewed than without it (each layer's top tenth of experts takes a larger
+// share of routes), and 0 writes the very checkpoint the default does.
+TEST_F(TraceStatsTest, RouteSkewSkewsTheRecordedRouting) {
+  const std::string bin = DELTAFIN_BINARY;
+  double share[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const std::string m = fmt::format("{}/m{}", dir, i), trace = fmt::format("{}/r{}.jsonl", dir, i);
+    ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --route-skew {} --out {} "
+                                               "> /dev/null",
+                                               bin, i ? "0.05" : "0", m)),
+              0);
+    ASSERT_EQ(testing::run_command(fmt::format("{} run --model {} --prompt-ids 11,22,33,44,55,66,77,88 --max-new 48 "
+                                               "--threads 2 --route-trace {} > /dev/null 2>&1",
+                                               bin, m, trace)),
+              0);
+    auto t = sim::read_trace_routes(trace, 896);
+    ASSERT_TRUE(t.ok()) << t.message();
+    share[i] = sim::trace_stats(*t, {}, {}, 8).top_tenth_share;
+  }
+  EXPECT_GT(share[1], share[0] + 0.15) << share[0] << " vs " << share[1];
+  ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --out {}/m2 > /dev/null", bin, dir)), 0);
+  for (const char* f : {"config.json", "model.safetensors.index.json"})
+    EXPECT_EQ(testing::slurp(dir + "/m0/" + f), testing::slurp(dir + "/m2/" + f)) << f;
+  for (const auto& e : fs::directory_iterator(dir + "/m2"))
+    if (e.path().extension() == ".safetensors") {
+      EXPECT_EQ(testing::slurp(e.path().string()), testing::slurp(dir + "/m0/" + e.path().filename().string()))
+          << e.path();
+    }
+}
+
+}  // namespace
+}  // namespace deltafin
