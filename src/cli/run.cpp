@@ -281,6 +281,9 @@ int run(const RunOptions& o) {
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
   model.set_route_observer({});
   model.set_guess_observer({});
+  if (sm.source)
+    if (Status hs = save_store_heat(*sm.source, o.store); !hs.ok())
+      std::fprintf(stderr, "warning: heat file not updated: %s\n", hs.message().c_str());
   if (interrupted)
     std::fprintf(stderr, "interrupted: %lld of %lld prompt tokens and %lld generated tokens done\n",
                  (long long)stats.prompt_tokens, (long long)prompt_len, (long long)stats.generated_tokens);

@@ -53,6 +53,7 @@ int serve(ServeOptions& o) {
     return fail(fmt::format("--host {} is not a loopback address: refusing to serve it without --api-key", o.server.host));
 
   std::unique_ptr<Model> model;
+  StoreExpertSource* store_source = nullptr;  // owned by the model, then by the engine
   std::string tokenizer_dir, source_dir;
   if (!o.store.store.empty()) {
     auto sm = open_store_model(o.store, o.threads);
@@ -61,6 +62,7 @@ int serve(ServeOptions& o) {
     std::fprintf(stderr, "%s\n", sm->spine_line.c_str());
     if (!sm->tier_line.empty()) std::fprintf(stderr, "%s\n", sm->tier_line.c_str());
     if (sm->source) source_dir = sm->source->manifest().source_dir;
+    store_source = sm->source;
     model = std::move(sm->model);
     tokenizer_dir = (std::filesystem::path(o.store.store) / kSpineDirName).string();
   } else {
@@ -92,6 +94,9 @@ int serve(ServeOptions& o) {
   std::fflush(stdout);
   Status s = srv.serve();
   g_server = nullptr;
+  if (store_source)
+    if (Status hs = save_store_heat(*store_source, o.store); !hs.ok())
+      std::fprintf(stderr, "warning: heat file not updated: %s\n", hs.message().c_str());
   if (!s.ok()) return fail(s.message());
   std::printf("deltafin serve: stopped\n");
   return 0;

@@ -18,6 +18,7 @@ namespace {
 struct TraceStatsArgs {
   std::string trace, json_out;
   int experts = 0, prompt_tokens = 0;
+  uint64_t age_every = 0;
   std::vector<int> unions = {1, 2, 4, 8, 16, 32};
   std::vector<uint64_t> slots;
   std::vector<double> shares;
@@ -31,7 +32,7 @@ int run(const TraceStatsArgs& a) {
   const uint64_t all = uint64_t(t->layers.size()) * uint64_t(t->experts);
   std::vector<uint64_t> slots = a.slots;
   for (double f : a.shares) slots.push_back(uint64_t(std::llround(f * double(all))));
-  const sim::TraceStats s = sim::trace_stats(*t, a.unions, slots, a.prompt_tokens);
+  const sim::TraceStats s = sim::trace_stats(*t, a.unions, slots, a.prompt_tokens, a.age_every);
   std::printf("trace: %d positions x %d MoE layers, %.2f experts per position and layer, %d experts per layer\n",
               s.positions, s.layers, s.per_position, t->experts);
   std::printf("persistence: %s of a position's experts were the previous position's too (%llu pairs)\n",
@@ -108,6 +109,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--ram-share", a.shares, "... or with this share of all experts (comma-separated, 0-1)")
       ->delimiter(',')
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--ram-age-every", a.age_every,
+                  "The tier policy's ageing period: scores halve every N requests (0: 8 x slots, at least 1024)");
   cmd->add_option("--json", a.json_out, "Write the statistics as JSON to this file");
   cmd->callback([] { set_exit_code(run(a)); });
 }

@@ -204,7 +204,7 @@ TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys,
 }
 
 TraceStats trace_stats(const TraceRoutes& t, const std::vector<int>& union_ks, const std::vector<uint64_t>& tier_slots,
-                       int prompt_tokens) {
+                       int prompt_tokens, uint64_t age_every) {
   TraceStats s;
   const size_t M = t.layers.size(), P = t.positions.size(), E = size_t(t.experts);
   s.positions = int(P), s.layers = int(M);
@@ -293,7 +293,7 @@ TraceStats trace_stats(const TraceRoutes& t, const std::vector<int>& union_ks, c
 
   size_t prefill_groups = 0;
   const auto groups = tier_requests(t, prompt_tokens, &prefill_groups);
-  for (uint64_t slots : tier_slots) s.tiers.push_back(replay_tier(groups, M * E, size_t(slots), prefill_groups));
+  for (uint64_t slots : tier_slots) s.tiers.push_back(replay_tier(groups, M * E, size_t(slots), prefill_groups, age_every));
   return s;
 }
 

@@ -76,7 +76,8 @@ std::vector<std::vector<int>> tier_requests(const TraceRoutes& t, int prompt_tok
 TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys, size_t slots, size_t prefill_groups,
                        uint64_t age_every = 0);
 
+// age_every: TierPolicy's ageing period for the tier replays (0: its default).
 TraceStats trace_stats(const TraceRoutes& t, const std::vector<int>& union_ks, const std::vector<uint64_t>& tier_slots,
-                       int prompt_tokens);
+                       int prompt_tokens, uint64_t age_every = 0);
 
 }  // namespace deltafin::sim

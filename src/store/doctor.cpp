@@ -15,6 +15,7 @@
 #include "io/probe.h"
 #include "model/config.h"
 #include "store/fs_util.h"
+#include "store/heat_file.h"
 #include "store/manifest.h"
 #include "store/manifest_check.h"
 #include "store/spine_pack.h"
@@ -136,6 +137,26 @@ std::string join(const std::vector<std::string>& v) {
 
 // The spine's headers (every tensor's byte range inside its file) and its
 // config.json against the manifest's model fields.
+// The advisory heat file: absent is fine (runs write it); one that cannot be
+// used is a warning (the RAM tier then starts cold), never a failure.
+DoctorRow heat_row(const Manifest& m, const std::string& store) {
+  const std::string path = (fs::path(store) / kHeatFileName).string();
+  if (!fs::exists(path)) return {"store: heat file", Verdict::Pass, "none yet (each run with this store adds its expert counts)"};
+  auto h = load_heat(store, m.store_id, int(m.moe_layers.size()), m.num_experts);
+  if (!h.ok()) return {"store: heat file", Verdict::Warn, h.message() + "; the RAM tier starts cold (the next run rewrites it)"};
+  // Share of the counts on each layer's top 10 % of experts.
+  double top = 0, total = 0;
+  const size_t E = size_t(m.num_experts), tenth = std::max<size_t>(1, E / 10);
+  for (size_t l = 0; l < m.moe_layers.size(); ++l) {
+    std::vector<double> c(h->counts.begin() + long(l * E), h->counts.begin() + long((l + 1) * E));
+    std::sort(c.begin(), c.end(), std::greater<>());
+    for (size_t i = 0; i < E; ++i) total += c[i], top += i < tenth ? c[i] : 0;
+  }
+  return {"store: heat file", Verdict::Pass,
+          fmt::format("{} runs, {:.0f} expert requests per run; each layer's top 10% of experts took {:.1f}%", h->runs,
+                      h->weight > 0 ? total / h->weight : 0.0, total > 0 ? 100 * top / total : 0.0)};
+}
+
 DoctorRow spine_layout_row(const Manifest& m, const std::string& store) {
   const std::string spine_dir = (fs::path(store) / kSpineDirName).string();
   const char* name = "store: spine headers + model fields";
@@ -196,6 +217,7 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
                               "(aligned, inside their packs, no overlaps, packs exactly filled)",
                               m.version, m.moe_layers.size(), m.num_experts, copies - m.experts.size(), m.drives.size())});
   rows.push_back(spine_layout_row(m, store));
+  rows.push_back(heat_row(m, store));
 
   // Spine: files present with the right size (and checksum with --full), nothing unlisted.
   const SpineCheck sc = check_spine_files(m, store, full, 1);

@@ -1,12 +1,15 @@
 #include "store/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "store/heat_file.h"
 
 namespace deltafin {
 
@@ -72,6 +75,16 @@ Result<std::vector<std::pair<int, int>>> read_route_trace(const std::string& pat
   std::ifstream in(path);
   if (!in) return error("{}: cannot open the route trace", path);
   std::map<std::pair<int, int>, uint64_t> counts;
+  // A store's heat file (heat_file.h) ranks by its decayed counts (x1000, so fractions still order).
+  if (auto heat = load_heat_file(path); heat.ok()) {
+    if (heat->moe_layers != int(moe_layers.size()) || heat->experts != experts)
+      return error("{}: heat file is for {} x {} experts, this model has {} x {}", path, heat->moe_layers,
+                   heat->experts, moe_layers.size(), experts);
+    for (int m = 0; m < heat->moe_layers; ++m)
+      for (int e = 0; e < experts; ++e)
+        counts[{m, e}] = uint64_t(std::llround(1000 * heat->counts[size_t(m) * size_t(experts) + size_t(e)]));
+    in.setstate(std::ios::eofbit);
+  }
   std::string line;
   int lineno = 0;
   while (std::getline(in, line)) {

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,15 @@ Result<std::unique_ptr<RamTier>> RamTier::create(uint64_t budget_bytes, uint64_t
   if (p == MAP_FAILED) return error("RAM tier: cannot map {} bytes: {}", t->mapped_, std::strerror(errno));
   t->base_ = static_cast<uint8_t*>(p);
   (void)::madvise(p, t->mapped_, MADV_HUGEPAGE);  // advisory: fewer scatter-gather segments per O_DIRECT read
+  // Fault every page in now, at load: a read into a page not yet mapped pays
+  // for zeroing it, and those faults made the first fills (the prompt's)
+  // slower than reads into the warm arena (docs/RAM_TIER.md).
+  const auto t0 = std::chrono::steady_clock::now();
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(p, t->mapped_, MADV_POPULATE_WRITE) != 0)
+#endif
+    for (uint64_t off = 0; off < t->mapped_; off += 4096) t->base_[off] = 0;
+  t->populate_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 #ifdef MLOCK_ONFAULT
   if (::mlock2(p, t->mapped_, MLOCK_ONFAULT) == 0) {
     t->locked_ = true;

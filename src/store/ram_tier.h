@@ -43,6 +43,7 @@ class RamTier {
   uint64_t bytes() const { return uint64_t(slots()) * span_; }
   bool locked() const { return locked_; }  // mlock held (else the pages may be swapped)
   const std::string& lock_note() const { return lock_note_; }
+  double populate_seconds() const { return populate_seconds_; }  // faulting the slots in at create()
   TierPolicy& policy() { return policy_; }
   const TierPolicy& policy() const { return policy_; }
 
@@ -73,6 +74,7 @@ class RamTier {
   uint8_t* base_ = nullptr;
   uint64_t mapped_ = 0;
   bool locked_ = false;
+  double populate_seconds_ = 0;
   std::string lock_note_;
   std::vector<char> pinned_;
   std::vector<int> pinned_list_;

@@ -4,6 +4,7 @@
 
 #include "io/probe.h"
 #include "model/memory_plan.h"
+#include "store/heat_file.h"
 #include "store/spine_pack.h"
 
 namespace deltafin {
@@ -35,6 +36,8 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
         if (v.empty() || *end || !(g >= 0) || g > 1e6) return "expects a number of GB >= 0, or auto";
         return "";
       });
+  cmd->add_flag("!--no-heat", o.heat,
+                "Neither read STORE/heat.json (the RAM tier's warm start) nor add this run's expert counts to it");
   cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
   cmd->add_option("--probe-seconds", o.probe_seconds,
                   "With --stats: seconds of each raw drive probe (one before and one after the run, per drive); "
@@ -82,6 +85,18 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
   } else {
     ro.ram_tier_bytes = uint64_t(std::strtod(o.ram_experts_gb.c_str(), nullptr) * 1e9);
   }
+  HeatFile heat;
+  std::string heat_line;
+  if (ro.ram_tier_bytes > 0 && o.heat) {
+    auto h = load_heat(o.store, man.store_id, int(man.moe_layers.size()), man.num_experts);
+    if (h.ok()) {
+      heat = std::move(h.value());
+      ro.tier_seed = &heat;
+      heat_line = fmt::format("; warm start from {} ({} runs)", kHeatFileName, heat.runs);
+    } else {
+      heat_line = fmt::format("; cold start ({})", h.message());
+    }
+  }
   if (ro.ram_tier_bytes > 0 && ro.ram_tier_bytes < man.span_bytes) {
     sm.warnings.push_back(fmt::format("--ram-experts-gb {}: {} bytes hold no expert span of {} bytes; the RAM tier is off",
                                       o.ram_experts_gb, ro.ram_tier_bytes, man.span_bytes));
@@ -94,9 +109,11 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
   sm.model->set_prefetch(o.prefetch);
   if (const RamTier* t = sm.source->tier()) {
     const uint64_t all = uint64_t(man.moe_layers.size()) * uint64_t(man.num_experts);
-    sm.tier_line = fmt::format("{}store: ram tier {} of {} experts ({:.3f} GB, {:.1f}% of the routed experts), {}",
+    sm.tier_line = fmt::format("{}store: ram tier {} of {} experts ({:.3f} GB, {:.1f}% of the routed experts), {}, "
+                               "mapped in {:.2f} s{}",
                                auto_line.empty() ? "" : auto_line + "\n", t->slots(), all, t->bytes() / 1e9,
-                               100.0 * double(t->slots()) / double(all), t->lock_note());
+                               100.0 * double(t->slots()) / double(all), t->lock_note(), t->populate_seconds(),
+                               heat_line);
   } else if (!auto_line.empty()) {
     sm.tier_line = auto_line + "; the RAM tier is off";
   }
@@ -112,6 +129,25 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
                                     spine_label(man.spine_dtype), i8)
                       : fmt::format("store: spine {}", spine_label(man.spine_dtype));
   return sm;
+}
+
+Status save_store_heat(const StoreExpertSource& src, const StoreRunOptions& o) {
+  if (!o.heat) return {};
+  const Manifest& m = src.manifest();
+  bool any = false;
+  for (uint64_t u : src.uses()) any = any || u > 0;
+  if (!any) return {};
+  auto h = load_heat(o.store, m.store_id, int(m.moe_layers.size()), m.num_experts);
+  HeatFile heat;
+  if (h.ok()) {
+    heat = std::move(h.value());
+  } else {  // none yet, or one that does not fit this store: start again
+    heat.store_id = m.store_id;
+    heat.moe_layers = int(m.moe_layers.size());
+    heat.experts = m.num_experts;
+  }
+  heat.add_run(src.uses());
+  return save_heat(o.store, heat);
 }
 
 std::string spine_check_line(const StoreModel& sm, const StoreRunOptions& o) {

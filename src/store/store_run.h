@@ -37,12 +37,13 @@ struct StoreRunOptions {
   // RAM tier of verified experts, GB (1e9 bytes), or "auto" (what
   // MemAvailable leaves: ram_tier.h, auto_tier_bytes); "0": off.
   std::string ram_experts_gb = "0";
+  bool heat = true;  // read STORE/heat.json for the tier's warm start, and add this run's counts to it
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
 };
 
 // Adds --store, --verify, --io, --direct, --queue-depth, --prefetch, --prefetch-depth, --arena-mib,
-// --ram-experts-gb, --no-probe;
+// --ram-experts-gb, --no-heat, --no-probe;
 // returns the --store option.
 CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o);
 
@@ -62,6 +63,10 @@ struct StoreModel {
 // retry and healed-read lines go (empty: stderr).
 Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads,
                                     std::function<void(const std::string&)> log = {});
+
+// Adds this run's expert requests to STORE/heat.json (unless --no-heat; a
+// run that requested nothing leaves it alone). Advisory: the caller warns.
+Status save_store_heat(const StoreExpertSource& src, const StoreRunOptions& o);
 
 // "store: spine verified at load: ..." (or the line saying it was not).
 std::string spine_check_line(const StoreModel& sm, const StoreRunOptions& o);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "store/heat_file.h"
 #include "store/manifest_check.h"
 
 namespace deltafin {
@@ -62,10 +63,13 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
   const size_t slots = size_t(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(m.num_experts), opts.arena_bytes / m.span_bytes)));
   // Prefetch may use at most half the slots: the rest stay for demand.
   s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots, slots / 2);
+  s->uses_.assign(m.moe_layers.size() * size_t(m.num_experts), 0);
   if (opts.ram_tier_bytes > 0) {
     DF_ASSIGN(s->tier_, RamTier::create(opts.ram_tier_bytes, m.span_bytes, m.moe_layers.size() * size_t(m.num_experts),
                                                 opts.ram_tier_age_every));
     s->stats_.ram_slots = s->tier_->slots();
+    if (opts.tier_seed && opts.tier_seed->counts.size() == s->uses_.size())
+      for (size_t k = 0; k < s->uses_.size(); ++k) s->tier_->policy().seed(int(k), opts.tier_seed->per_run(k));
   }
   return s;
 }
@@ -198,6 +202,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   verified_.assign(experts.size(), 0);
   uint64_t hits = 0;
   for (size_t i = 0; i < experts.size(); ++i) {
+    if (man_.expert(layer, experts[i])) ++uses_[size_t(tier_key(layer, experts[i]))];
     if (tier_ && man_.expert(layer, experts[i])) {
       // Every request is looked up (and counted) before any slot is taken,
       // so this block's hits are pinned before a miss may evict anything.

@@ -20,11 +20,16 @@
 
 namespace deltafin {
 
+struct HeatFile;
+
 struct StoreReadOptions {
   io::EngineOptions engine;
   uint64_t arena_bytes = 8ull << 30;  // bound on expert buffers (at least one expert's span is always allowed)
   uint64_t ram_tier_bytes = 0;        // RAM tier of verified experts (0: none)
   uint64_t ram_tier_age_every = 0;    // TierPolicy's ageing period in requests (0: its default)
+  // Warm start: the tier's scores begin at each expert's mean requests per
+  // run in this heat file (heat_file.h); nullptr: all start at 0.
+  const HeatFile* tier_seed = nullptr;
 };
 
 class StoreExpertSource : public ExpertSource {
@@ -54,6 +59,8 @@ class StoreExpertSource : public ExpertSource {
   Result<io::ReadRequest> request(int layer, int expert) const;
   // The RAM tier, nullptr when off.
   const RamTier* tier() const { return tier_.get(); }
+  // Requests of each expert (moe_index * experts + e) by begin() so far: the heat file's counts for this run.
+  const std::vector<uint64_t>& uses() const { return uses_; }
 
  private:
   StoreExpertSource() = default;
@@ -63,6 +70,7 @@ class StoreExpertSource : public ExpertSource {
   std::unique_ptr<io::AlignedArena> arena_;
   std::vector<std::vector<int>> file_ids_;  // [drive][pack] -> engine file id, -1 if unusable
   std::unique_ptr<RamTier> tier_;
+  std::vector<uint64_t> uses_;
   int tier_key(int layer, int e) const { return man_.moe_index(layer) * man_.num_experts + e; }
   // Drops the last begin()'s reads: cancels those still queued, waits for
   // the kernel to let go of their buffers, returns the buffers to the arena.

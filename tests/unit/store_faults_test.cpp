@@ -573,3 +573,57 @@ TEST_F(StoreFaults, RamTierNeverKeepsACorruptedRead) {
 
 }  // namespace
 }  // namespace deltafin
+
+namespace deltafin {
+namespace {
+
+// The heat file: each run adds its counts; the next run's tier starts warm
+// from it with logits still identical; a damaged file is a warning (doctor)
+// and a cold start (run), then rewritten; --no-heat neither reads nor
+// writes it; prepare --replicas-from takes it.
+TEST_F(StoreFaults, HeatFileIsWrittenReadAndAdvisory) {
+  const std::string store = prepare(2, "");
+  const std::string heat = store + "/heat.json";
+  ASSERT_EQ(run("--store " + store, "a", "--ram-experts-gb 0.001"), 0) << err("a");
+  EXPECT_NE(err("a").find("cold start"), std::string::npos) << err("a");
+  auto h1 = nlohmann::json::parse(slurp(heat));
+  EXPECT_EQ(h1.at("runs"), 1);
+  double total = 0;
+  for (double c : h1.at("counts").get<std::vector<double>>()) total += c;
+  EXPECT_GT(total, 0.0);
+  ASSERT_EQ(run("--store " + store, "b", "--ram-experts-gb 0.001"), 0) << err("b");
+  EXPECT_NE(err("b").find("warm start from heat.json (1 runs)"), std::string::npos) << err("b");
+  expect_identical_to_model("b");
+  auto h2 = nlohmann::json::parse(slurp(heat));
+  EXPECT_EQ(h2.at("runs"), 2);
+  EXPECT_DOUBLE_EQ(h2.at("weight").get<double>(), 1.75);  // 0.75 x 1 + 1
+  double total2 = 0;
+  for (double c : h2.at("counts").get<std::vector<double>>()) total2 += c;
+  EXPECT_NEAR(total2, 1.75 * total, 0.01);  // the same prompt requests the same experts
+  ASSERT_EQ(run_command(kBin + " doctor --store " + store + " > " + dir + "/doc.txt"), 0) << slurp(dir + "/doc.txt");
+  EXPECT_NE(slurp(dir + "/doc.txt").find("2 runs"), std::string::npos) << slurp(dir + "/doc.txt");
+  // --no-heat: not read, not written.
+  ASSERT_EQ(run("--store " + store, "c", "--ram-experts-gb 0.001 --no-heat"), 0) << err("c");
+  EXPECT_EQ(err("c").find("start"), std::string::npos) << err("c");
+  EXPECT_EQ(nlohmann::json::parse(slurp(heat)).at("runs"), 2);
+  // prepare ranks replicas by it.
+  fs::create_directories(dir + "/r0"), fs::create_directories(dir + "/r1");
+  EXPECT_EQ(run_command(fmt::format("{} prepare --quiet --model {} --out {}/s2 --drive {}/r0 --drive {}/r1 --replicate-hot 8 "
+                                    "--replicas-from {} 2> {}/p.err",
+                                    kBin, tiny_model(11), dir, dir, dir, heat, dir)),
+            0)
+      << slurp(dir + "/p.err");
+  // Damaged: a warning, a cold start with the same logits, then a fresh file.
+  { std::ofstream(heat) << "{\"format\":\"deltafin-heat-1\",\"counts\":[-1"; }
+  EXPECT_EQ(run_command(kBin + " doctor --store " + store + " > " + dir + "/doc.txt"), 0);  // a warning, not a failure
+  EXPECT_NE(slurp(dir + "/doc.txt").find("WARN"), std::string::npos) << slurp(dir + "/doc.txt");
+  ASSERT_EQ(run("--store " + store, "d", "--ram-experts-gb 0.001"), 0) << err("d");
+  EXPECT_NE(err("d").find("cold start (" + heat + ": not valid JSON)"), std::string::npos) << err("d");
+  expect_identical_to_model("d");
+  EXPECT_EQ(nlohmann::json::parse(slurp(heat)).at("runs"), 1);
+  for (const auto& e : fs::directory_iterator(store))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+}  // namespace
+}  // namespace deltafin

@@ -1,11 +1,15 @@
 // The RAM tier's policy (frequency with ageing, admission, pins) on hand-made
-// request sequences, and the tier's memory staying within its byte budget.
+// request sequences, the tier's memory staying within its byte budget, and
+// the heat file's arithmetic and checks.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "store/heat_file.h"
 #include "store/ram_tier.h"
 #include "store/tier_policy.h"
 
@@ -101,15 +105,16 @@ uint64_t rss_bytes() {
 }
 
 // Filling far more experts than fit, with evictions, never grows the process
-// beyond the tier's budget: the slots are the only memory it has.
+// beyond the tier's budget: the slots (faulted in at create) are the only
+// memory it has.
 TEST(RamTier, ResidentMemoryStaysWithinTheBudget) {
   const uint64_t span = 1 << 20, budget = 48ull << 20;
+  const uint64_t rss0 = rss_bytes();
+  ASSERT_GT(rss0, 0u);
   auto t = RamTier::create(budget + span / 2, span, 400);
   ASSERT_TRUE(t.ok()) << t.message();
   EXPECT_EQ((*t)->slots(), 48u);
   EXPECT_LE((*t)->bytes(), budget + span / 2);
-  const uint64_t rss0 = rss_bytes();
-  ASSERT_GT(rss0, 0u);
   for (int round = 0; round < 3; ++round)
     for (int k = 0; k < 400; ++k) {
       const int key = (k * 7 + round) % 400;
@@ -128,7 +133,7 @@ TEST(RamTier, ResidentMemoryStaysWithinTheBudget) {
   EXPECT_GT(st.bypassed, 0u);
   EXPECT_EQ((*t)->policy().resident(), 48u);
   const uint64_t grown = rss_bytes() - rss0;
-  EXPECT_GT(grown, budget / 2) << "the slots were not touched";
+  EXPECT_GT(grown, budget / 2) << "the slots were not mapped";
   EXPECT_LE(grown, budget + (8ull << 20)) << "the tier grew beyond its budget";
   // Every resident slot still holds its own key's bytes.
   for (int key = 0; key < 400; ++key)
@@ -144,6 +149,43 @@ TEST(RamTier, BudgetBelowOneSpanIsAnError) {
   auto t = RamTier::create(4095, 4096, 10);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.message().find("hold no expert"), std::string::npos) << t.message();
+}
+
+}  // namespace
+}  // namespace deltafin
+
+namespace deltafin {
+namespace {
+
+TEST(HeatFile, RunsFadeAndTheFileRoundTripsOrIsRefused) {
+  HeatFile h;
+  h.store_id = "abc", h.moe_layers = 2, h.experts = 2;
+  h.add_run({4, 0, 2, 0});
+  h.add_run({0, 8, 2, 0});
+  EXPECT_EQ(h.runs, 2u);
+  EXPECT_DOUBLE_EQ(h.weight, 1.75);
+  EXPECT_EQ(h.counts, (std::vector<double>{3, 8, 3.5, 0}));  // 0.75 x old + new
+  EXPECT_DOUBLE_EQ(h.per_run(1), 8 / 1.75);
+  const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("deltafin-heat-{}", ::getpid())).string();
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(save_heat(dir, h).ok());
+  auto back = load_heat(dir, "abc", 2, 2);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(back->counts, h.counts);
+  EXPECT_EQ(back->runs, 2u);
+  EXPECT_NE(load_heat(dir, "other", 2, 2).message().find("is for store abc"), std::string::npos);
+  EXPECT_NE(load_heat(dir, "abc", 3, 2).message().find("2 x 2 experts"), std::string::npos);
+  {
+    std::ofstream f(dir + "/heat.json");
+    f << R"({"format":"deltafin-heat-1","store_id":"abc","moe_layers":2,"experts":2,"runs":1,"weight":1,"counts":[1,2,3]})";
+  }
+  EXPECT_NE(load_heat(dir, "abc", 2, 2).message().find("3 counts"), std::string::npos);
+  {
+    std::ofstream f(dir + "/heat.json");
+    f << R"({"format":"deltafin-heat-1","store_id":"abc","moe_layers":1,"experts":2,"runs":1,"weight":1,"counts":[1,-2]})";
+  }
+  EXPECT_NE(load_heat_file(dir + "/heat.json").message().find("negative"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
