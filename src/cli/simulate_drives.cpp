@@ -30,6 +30,8 @@ struct SimulateArgs {
   int ladder = 0;
   int prompt_tokens = 0;
   double compute_us = 0;
+  uint64_t ram_slots = 0;
+  double ram_gb = 0;
   std::string json_out, svg_out;
 };
 
@@ -63,6 +65,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
   if (!(a.compute_us >= 0)) return error("--compute-us-per-layer must be >= 0");
   p.opts.link_mb_s = a.link_mb_s;
   p.work.compute_s_per_layer = a.compute_us * 1e-6;
+  if (a.ram_slots && a.ram_gb > 0) return error("give --ram-slots or --ram-gb, not both");
 
   // Drive models: given, or measured by the probe.
   auto parse_drives = [&]() -> Status {
@@ -134,6 +137,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
   }
   p.opts.drives = p.models;
   p.work.steps = p.trace.steps;
+  p.work.ram_slots = a.ram_gb > 0 ? uint64_t(a.ram_gb * 1e9 / double(p.work.span)) : a.ram_slots;
   return p;
 }
 
@@ -162,6 +166,10 @@ void print_report(const SimulateArgs& a, const Plan& p, const sim::SimReport& r,
   if (r.prefill_tokens) row("prefill block", 1, r.prefill_tokens, r.prefill_s, pre_bytes);
   if (r.decode_steps) row("decode", r.decode_steps, r.decode_steps, r.decode_s, dec_bytes);
   row("trace total", int(r.steps.size()), r.tokens, r.total_s, r.bytes);
+  if (r.ram_requests)
+    std::printf("ram tier: %llu slots, %llu of %llu expert requests from RAM (%.1f%%)\n",
+                (unsigned long long)p.work.ram_slots, (unsigned long long)r.ram_hits,
+                (unsigned long long)r.ram_requests, 100.0 * double(r.ram_hits) / double(r.ram_requests));
   std::printf("expert-read time per token: %.3f ms (%s); split reads: %llu\n", r.per_token_s() * 1e3,
               r.decode_steps ? "mean over decode steps" : "trace total / positions", (unsigned long long)r.split_reads);
   if (!ladder.empty()) {
@@ -201,6 +209,9 @@ nlohmann::json to_json(const SimulateArgs& a, const Plan& p, const sim::SimRepor
   j["bytes"] = r.bytes;
   j["reads"] = r.reads;
   j["split_reads"] = r.split_reads;
+  j["ram_slots"] = p.work.ram_slots;
+  j["ram_requests"] = r.ram_requests;
+  j["ram_hits"] = r.ram_hits;
   j["steps"] = nlohmann::json::array();
   for (const auto& s : r.steps)
     j["steps"].push_back({{"first_pos", s.first_pos},
@@ -269,6 +280,8 @@ void setup(CLI::App& root) {
   cmd->add_option("--prompt-tokens", a.prompt_tokens, "Positions below P form one prefill block")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--compute-us-per-layer", a.compute_us, "Compute time added after each MoE layer's reads, us");
+  cmd->add_option("--ram-slots", a.ram_slots, "A RAM tier of this many expert slots (the store's policy)");
+  cmd->add_option("--ram-gb", a.ram_gb, "... or of this many GB (1e9 bytes) of expert spans")->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--json", a.json_out, "Write the results as JSON to this file");
   cmd->add_option("--svg", a.svg_out, "Write the ladder chart (speed-up vs drives) as SVG to this file");
   cmd->callback([] { set_exit_code(run(a)); });

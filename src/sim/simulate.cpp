@@ -1,6 +1,9 @@
 #include "sim/simulate.h"
 
+#include <memory>
+
 #include "store/placement.h"
+#include "store/tier_policy.h"
 
 namespace deltafin::sim {
 
@@ -17,6 +20,9 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
   DF_ASSIGN(DriveSim ds, DriveSim::create(opts));
   SimReport rep;
   std::vector<SimRead> reads;
+  std::unique_ptr<TierGroups> tier;
+  if (w.ram_slots > 0) tier = std::make_unique<TierGroups>(size_t(w.moe_layers) * size_t(w.experts), size_t(w.ram_slots));
+  std::vector<int> keys, misses;
   for (const RouteStep& step : w.steps) {
     if (step.experts.size() > size_t(w.moe_layers))
       return error("simulator: a step names {} MoE layers, the model has {}", step.experts.size(), w.moe_layers);
@@ -24,10 +30,13 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
     const uint64_t bytes0 = rep.bytes;
     for (size_t m = 0; m < step.experts.size(); ++m) {
       reads.clear();
+      keys.clear();
       for (int e : step.experts[m]) {
         if (e < 0 || e >= w.experts) return error("simulator: expert {} is out of range (0..{})", e, w.experts - 1);
-        reads.push_back({w.copies[m * size_t(w.experts) + size_t(e)], w.span, io::Purpose::Demand});
+        keys.push_back(int(m) * w.experts + e);
       }
+      if (tier) tier->run(keys, &misses);
+      for (int k : tier ? misses : keys) reads.push_back({w.copies[size_t(k)], w.span, io::Purpose::Demand});
       DF_TRY(ds.run_batch(reads));
       ds.idle(w.compute_s_per_layer);
       rep.reads += reads.size();
@@ -41,6 +50,7 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
     else
       rep.decode_s += dt, rep.decode_steps++;
   }
+  if (tier) rep.ram_requests = tier->requests, rep.ram_hits = tier->hits;
   rep.total_s = ds.now();
   rep.drives = ds.stats();
   rep.split_reads = ds.split_reads();

@@ -19,6 +19,9 @@ struct SimWorkload {
   std::vector<std::vector<int>> copies;  // [moe_index * experts + e]: drives holding it, primary first
   std::vector<RouteStep> steps;
   double compute_s_per_layer = 0;
+  // RAM tier slots (0: none): the store's policy (TierGroups) decides which
+  // experts are served from RAM; only the misses are read from the drives.
+  uint64_t ram_slots = 0;
 };
 
 struct StepTime {
@@ -34,6 +37,7 @@ struct SimReport {
   int tokens = 0, prefill_tokens = 0, decode_steps = 0;
   uint64_t bytes = 0, reads = 0;  // expert reads (a split read counts once)
   uint64_t split_reads = 0;
+  uint64_t ram_requests = 0, ram_hits = 0;  // with a RAM tier
   std::vector<SimDriveStats> drives;
   // Mean seconds per decode token; total / tokens when there is no decode step.
   double per_token_s() const;

@@ -134,33 +134,14 @@ TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys,
   TierReplay r;
   r.slots = slots;
   // The policy, in the store source's order.
-  TierPolicy pol(keys, slots, age_every);
-  std::vector<char> pinned(slots, 0);
-  std::vector<std::pair<int, int>> fills;  // (slot, key)
+  TierGroups pol(keys, slots, age_every);
   std::vector<int> misses;
   for (size_t g = 0; g < groups.size(); ++g) {
-    const bool decode = g >= prefill_groups;
-    misses.clear();
-    fills.clear();
-    for (int key : groups[g]) {
-      pol.use(key);
-      ++r.requests, r.decode_requests += decode;
-      const int s = pol.slot_of(key);
-      if (s >= 0) {
-        pinned[size_t(s)] = 1;
-        ++r.policy_hits, r.decode_policy_hits += decode;
-      } else {
-        misses.push_back(key);
-      }
-    }
-    for (int key : misses) {
-      int evicted = -1;
-      const int s = pol.admit(key, [&](int slot) { return pinned[size_t(slot)] != 0; }, &evicted);
-      if (s >= 0) pinned[size_t(s)] = 1, fills.push_back({s, key});
-    }
-    for (const auto& [s, key] : fills) pol.publish(s, key);
-    std::fill(pinned.begin(), pinned.end(), 0);
+    const uint64_t hits0 = pol.hits;
+    pol.run(groups[g], &misses);
+    if (g >= prefill_groups) r.decode_requests += groups[g].size(), r.decode_policy_hits += pol.hits - hits0;
   }
+  r.requests = pol.requests, r.policy_hits = pol.hits;
   // Belady with bypass over the flattened requests.
   std::vector<int> seq;
   std::vector<size_t> group_of;

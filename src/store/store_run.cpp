@@ -36,6 +36,9 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
         if (v.empty() || *end || !(g >= 0) || g > 1e6) return "expects a number of GB >= 0, or auto";
         return "";
       });
+  cmd->add_option("--ram-age-every", o.ram_age_every,
+                  "RAM tier policy: scores halve every N expert requests (0: 8 x slots, at least 1024; "
+                  "`trace-stats --ram-age-every` replays a trace with other values)");
   cmd->add_flag("!--no-heat", o.heat,
                 "Neither read STORE/heat.json (the RAM tier's warm start) nor add this run's expert counts to it");
   cmd->add_flag("!--no-probe", o.probe, "With --stats: skip the raw drive probe");
@@ -85,6 +88,7 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
   } else {
     ro.ram_tier_bytes = uint64_t(std::strtod(o.ram_experts_gb.c_str(), nullptr) * 1e9);
   }
+  ro.ram_tier_age_every = o.ram_age_every;
   HeatFile heat;
   std::string heat_line;
   if (ro.ram_tier_bytes > 0 && o.heat) {

@@ -37,6 +37,7 @@ struct StoreRunOptions {
   // RAM tier of verified experts, GB (1e9 bytes), or "auto" (what
   // MemAvailable leaves: ram_tier.h, auto_tier_bytes); "0": off.
   std::string ram_experts_gb = "0";
+  uint64_t ram_age_every = 0;  // the tier policy's ageing period in requests (0: its default)
   bool heat = true;  // read STORE/heat.json for the tier's warm start, and add this run's counts to it
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe

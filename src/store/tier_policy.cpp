@@ -13,6 +13,25 @@ TierPolicy::TierPolicy(size_t keys, size_t slots, uint64_t age_every)
   for (size_t s = slots; s-- > 0;) free_.push_back(int(s));  // slot 0 first
 }
 
+void TierGroups::run(const std::vector<int>& group, std::vector<int>* misses) {
+  misses->clear();
+  fills_.clear();
+  for (int key : group) {
+    policy_.use(key);
+    ++requests;
+    const int s = policy_.slot_of(key);
+    if (s >= 0) pinned_[size_t(s)] = 1, ++hits;
+    else misses->push_back(key);
+  }
+  for (int key : *misses) {
+    int evicted = -1;
+    const int s = policy_.admit(key, [&](int slot) { return pinned_[size_t(slot)] != 0; }, &evicted);
+    if (s >= 0) pinned_[size_t(s)] = 1, fills_.push_back({s, key});
+  }
+  for (const auto& [s, key] : fills_) policy_.publish(s, key);
+  std::fill(pinned_.begin(), pinned_.end(), 0);
+}
+
 void TierPolicy::seed(int key, double score) {
   const int s = key_slot_[size_t(key)];
   if (s >= 0) resident_.erase({score_[size_t(key)], key});

@@ -53,6 +53,23 @@ class TierPolicy {
   uint64_t age_every_, uses_ = 0;
 };
 
+// The policy as the store's tier runs it over one begin()'s group of keys:
+// every key looked up (and counted), then the misses admitted (hits pinned),
+// the fills published at the group's end. For replays without memory (the
+// trace replay, the drive simulator).
+class TierGroups {
+ public:
+  TierGroups(size_t keys, size_t slots, uint64_t age_every = 0) : policy_(keys, slots, age_every), pinned_(slots, 0) {}
+  // The keys of `group` that miss, in order (each then read from a drive).
+  void run(const std::vector<int>& group, std::vector<int>* misses);
+  uint64_t requests = 0, hits = 0;
+
+ private:
+  TierPolicy policy_;
+  std::vector<char> pinned_;
+  std::vector<std::pair<int, int>> fills_;
+};
+
 template <class Pinned>
 int TierPolicy::admit(int key, Pinned pinned, int* evicted) {
   *evicted = -1;

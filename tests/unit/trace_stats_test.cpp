@@ -5,10 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
+#include "sim/route_gen.h"
 #include "sim/route_steps.h"
+#include "sim/simulate.h"
 #include "sim/trace_stats.h"
 #include "test_models.h"
 
@@ -172,6 +175,70 @@ TEST_F(TraceStatsTest, RouteSkewSkewsTheRecordedRouting) {
       EXPECT_EQ(testing::slurp(e.path().string()), testing::slurp(dir + "/m0/" + e.path().filename().string()))
           << e.path();
     }
+}
+
+}  // namespace
+}  // namespace deltafin
+
+namespace deltafin {
+namespace {
+
+// The simulator's RAM tier is the store's policy: on the crafted trace with
+// two slots it serves the 4 hits worked out above, and reads only the rest.
+TEST_F(TraceStatsTest, SimulatorReadsOnlyTheTiersMisses) {
+  auto steps = sim::read_route_steps(path, {}, 2, 6, 0);
+  ASSERT_TRUE(steps.ok()) << steps.message();
+  sim::SimWorkload w;
+  w.moe_layers = 2, w.experts = 6, w.span = 1000000;
+  w.copies.assign(12, {0});
+  w.steps = steps->steps;
+  sim::SimOptions o;
+  o.drives = {{100, 0, 4}};
+  auto off = sim::simulate(o, w);
+  ASSERT_TRUE(off.ok()) << off.message();
+  EXPECT_EQ(off->reads, 16u);
+  w.ram_slots = 2;
+  auto on = sim::simulate(o, w);
+  ASSERT_TRUE(on.ok()) << on.message();
+  EXPECT_EQ(on->ram_requests, 16u);
+  EXPECT_EQ(on->ram_hits, 4u);
+  EXPECT_EQ(on->reads, 12u);
+  EXPECT_LT(on->total_s, off->total_s);
+}
+
+// make-trace gives the statistics it was asked for, as trace-stats measures them.
+TEST(MakeTrace, PersistenceAndSkewAreWhatTraceStatsMeasures) {
+  sim::RouteGenOptions o;
+  o.moe_layers = 8, o.experts = 896, o.top_k = 16, o.positions = 300, o.keep = 0.38, o.skew = 0.4;
+  auto routes = sim::generate_routes(o);
+  ASSERT_TRUE(routes.ok()) << routes.message();
+  const std::string file = (fs::temp_directory_path() / fmt::format("deltafin-gen-{}.jsonl", ::getpid())).string();
+  ASSERT_TRUE(sim::write_route_trace(file, o, *routes).ok());
+  auto t = sim::read_trace_routes(file, 896);
+  ASSERT_TRUE(t.ok()) << t.message();
+  fs::remove(file);
+  const sim::TraceStats s = sim::trace_stats(*t, {}, {}, 0);
+  EXPECT_EQ(s.positions, 300);
+  EXPECT_DOUBLE_EQ(s.per_position, 16.0);
+  // Kept with probability 0.38, plus chance repeats of popular experts.
+  EXPECT_GT(s.persistence, 0.36);
+  EXPECT_LT(s.persistence, 0.44);
+  EXPECT_GT(s.skew_median, 6.0);
+  EXPECT_LT(s.skew_median, 30.0);
+  o.keep = 0, o.skew = 0;
+  auto flat = sim::generate_routes(o);
+  ASSERT_TRUE(flat.ok());
+  sim::TraceRoutes ft = *t;
+  for (size_t p = 0; p < ft.routes.size(); ++p)
+    for (size_t m = 0; m < ft.routes[p].size(); ++m) {
+      ft.routes[p][m] = (*flat)[p][m];
+      std::sort(ft.routes[p][m].begin(), ft.routes[p][m].end());
+    }
+  const sim::TraceStats f = sim::trace_stats(ft, {}, {}, 0);
+  EXPECT_LT(f.persistence, 0.05);  // 16/896 by chance
+  EXPECT_LT(f.skew_median, s.skew_median);
+  o.keep = 1.5;
+  EXPECT_FALSE(sim::generate_routes(o).ok());
 }
 
 }  // namespace
