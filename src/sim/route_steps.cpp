@@ -6,28 +6,18 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "sim/json_lines.h"
+
 namespace deltafin::sim {
 
 Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<int>& moe_layers, int max_moe_layers,
                                     int experts, int prompt_tokens) {
-  std::ifstream in(path);
-  if (!in) return error("{}: cannot open the route trace", path);
   if (prompt_tokens < 0) return error("--prompt-tokens must be >= 0");
   // pos -> layer -> experts
   std::map<int, std::map<int, std::set<int>>> routes;
   std::set<int> layers_seen;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      return error("{}:{}: not valid JSON (expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}})", path, lineno);
-    }
-    if (j.is_object() && j.contains("guess") && !j.contains("experts")) continue;  // a prefetch guess line
+  DF_TRY(for_each_json_line(path, R"({"pos":P,"layer":L,"experts":[...]})", [&](const nlohmann::json& j, int lineno) -> Status {
+    if (j.is_object() && j.contains("guess") && !j.contains("experts")) return {};  // a prefetch guess line
     if (!j.is_object() || !j.contains("pos") || !j["pos"].is_number_integer() || !j.contains("layer") ||
         !j["layer"].is_number_integer() || !j.contains("experts") || !j["experts"].is_array())
       return error("{}:{}: expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}}", path, lineno);
@@ -43,7 +33,8 @@ Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<i
       set.insert(x.get<int>());
     }
     layers_seen.insert(int(layer));
-  }
+    return {};
+  }));
   if (routes.empty()) return error("{}: the route trace has no routes", path);
   RouteTrace t;
   t.layers = moe_layers.empty() ? std::vector<int>(layers_seen.begin(), layers_seen.end()) : moe_layers;

@@ -7,13 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "sim/json_lines.h"
 #include "store/tier_policy.h"
 
 namespace deltafin::sim {
 
 Result<TraceRoutes> read_trace_routes(const std::string& path, int experts) {
-  std::ifstream in(path);
-  if (!in) return error("{}: cannot open the route trace", path);
   std::map<int, std::map<int, std::set<int>>> routes;  // pos -> layer -> experts
   struct RawGuess {
     int pos, rows, layer;
@@ -22,9 +21,7 @@ Result<TraceRoutes> read_trace_routes(const std::string& path, int experts) {
   std::vector<RawGuess> raw;
   std::set<int> layers;
   int max_id = -1;
-  std::string line;
-  int lineno = 0;
-  auto ids_of = [&](const nlohmann::json& a, std::set<int>& out) -> Status {
+  auto ids_of = [&](const nlohmann::json& a, std::set<int>& out, int lineno) -> Status {
     for (const auto& x : a) {
       if (!x.is_number_integer() || x.get<long long>() < 0 || (experts > 0 && x.get<long long>() >= experts) ||
           x.get<long long>() > 1'000'000)
@@ -34,36 +31,28 @@ Result<TraceRoutes> read_trace_routes(const std::string& path, int experts) {
     }
     return {};
   };
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      return error("{}:{}: not valid JSON", path, lineno);
-    }
+  const std::string expected = R"({"pos":P,"layer":L,"experts":[...]} or {"pos":P,"layer":L,"rows":T,"guess":[...]})";
+  DF_TRY(for_each_json_line(path, expected, [&](const nlohmann::json& j, int lineno) -> Status {
     const bool guess = j.is_object() && j.contains("guess") && j["guess"].is_array();
     const bool route = j.is_object() && j.contains("experts") && j["experts"].is_array();
     if (!(guess || route) || !j.contains("pos") || !j["pos"].is_number_integer() || !j.contains("layer") ||
         !j["layer"].is_number_integer())
-      return error("{}:{}: expected {{\"pos\":P,\"layer\":L,\"experts\":[...]}} or {{\"pos\":P,\"layer\":L,\"rows\":T,"
-                   "\"guess\":[...]}}",
-                   path, lineno);
+      return error("{}:{}: expected {}", path, lineno, expected);
     const long long pos = j["pos"].get<long long>(), layer = j["layer"].get<long long>();
     if (pos < 0 || pos > 1'000'000'000 || layer < 0 || layer > 1'000'000)
       return error("{}:{}: position or layer out of range", path, lineno);
     layers.insert(int(layer));
     if (route) {
-      DF_TRY(ids_of(j["experts"], routes[int(pos)][int(layer)]));
+      DF_TRY(ids_of(j["experts"], routes[int(pos)][int(layer)], lineno));
     } else {
       const long long rows = j.contains("rows") && j["rows"].is_number_integer() ? j["rows"].get<long long>() : 1;
       if (rows < 1 || rows > 1'000'000) return error("{}:{}: rows out of range", path, lineno);
       RawGuess g{int(pos), int(rows), int(layer), {}};
-      DF_TRY(ids_of(j["guess"], g.ids));
+      DF_TRY(ids_of(j["guess"], g.ids, lineno));
       raw.push_back(std::move(g));
     }
-  }
+    return {};
+  }));
   if (routes.empty()) return error("{}: the route trace has no routes", path);
   TraceRoutes t;
   t.layers.assign(layers.begin(), layers.end());
