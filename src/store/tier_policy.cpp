@@ -53,6 +53,11 @@ void TierPolicy::age() {
 }
 
 void TierPolicy::publish(int slot, int key) {
+  if (key_slot_[size_t(key)] >= 0 && key_slot_[size_t(key)] != slot) {  // already resident elsewhere: keep one copy
+    slot_key_[size_t(slot)] = -1;
+    free_.push_back(slot);
+    return;
+  }
   slot_key_[size_t(slot)] = key;
   key_slot_[size_t(key)] = slot;
   resident_.insert({score_[size_t(key)], key});

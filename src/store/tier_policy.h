@@ -37,7 +37,8 @@ class TierPolicy {
   // key, else -1); -1: bypass. Slots with pinned(slot) true are never taken.
   template <class Pinned>
   int admit(int key, Pinned pinned, int* evicted);
-  // The read into `slot` verified: `key` becomes resident there.
+  // The read into `slot` verified: `key` becomes resident there (if it is
+  // resident in another slot already, this slot is freed instead).
   void publish(int slot, int key);
   // The read into `slot` failed or was dropped: the slot is free again.
   void abandon(int slot);

@@ -59,6 +59,18 @@ TEST(TierPolicy, FreeSlotsFirstThenOnlyAHigherScoreEvicts) {
   EXPECT_EQ(p.slot_of(4), -1);
   EXPECT_EQ(p.free_slots(), 1u);
   EXPECT_EQ(p.resident(), 1u);
+  // A second fill of a resident key (a request naming an expert twice) frees its slot instead.
+  {
+    TierPolicy q(4, 3, 1000);
+    int e1 = 0, e2 = 0;
+    q.use(0);
+    const int a = q.admit(0, none, &e1), b = q.admit(0, none, &e2);
+    q.publish(a, 0);
+    q.publish(b, 0);
+    EXPECT_EQ(q.slot_of(0), a);
+    EXPECT_EQ(q.resident(), 1u);
+    EXPECT_EQ(q.free_slots(), 2u);
+  }
   // Abandoning a resident's slot drops it too.
   p.abandon(s1);
   EXPECT_EQ(p.slot_of(3), -1);
