@@ -405,17 +405,9 @@ TEST(ServerTransport, EveryRequestIsLoggedAndMetricsNeedTheKey) {
   ServerOptions so;
   so.api_key = "k";
   LiveServer s(so);
-  EXPECT_EQ(fetch(s.port(), kHealth).status, 200);
-  EXPECT_EQ(fetch(s.port(), "GET /metrics HTTP/1.1\r\n\r\n").status, 401);
-  RawResponse m = fetch(s.port(), "GET /metrics HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n");
-  EXPECT_EQ(m.status, 200);
-  EXPECT_EQ(m.field("content-type").rfind("text/plain", 0), 0u);
-  EXPECT_NE(m.body.find("deltafin_requests_total{status=\"200\"} 1"), std::string::npos) << m.body;
-  EXPECT_NE(m.body.find("deltafin_requests_total{status=\"401\"} 1"), std::string::npos) << m.body;
-  RawResponse g = fetch(s.port(), post_request("/v1/completions", R"({"prompt":"log me","max_tokens":3})",
-                                               "Authorization: Bearer k\r\n"));
-  EXPECT_EQ(g.status, 200);
-  // A request's line is written once its reply is out and the server has let go of it.
+  // A request's line is written once its reply is out and the server has let
+  // go of it, just after it is counted: a client can read the reply before
+  // that, so what a later request should see is awaited through the log.
   auto logged = [&](const std::vector<std::string>& parts) {
     for (int tries = 0; tries < 200; ++tries) {
       for (const auto& l : s.log()) {
@@ -427,7 +419,18 @@ TEST(ServerTransport, EveryRequestIsLoggedAndMetricsNeedTheKey) {
     }
     return false;
   };
+  EXPECT_EQ(fetch(s.port(), kHealth).status, 200);
+  EXPECT_EQ(fetch(s.port(), "GET /metrics HTTP/1.1\r\n\r\n").status, 401);
   EXPECT_TRUE(logged({"method=GET path=/health status=200"}));
+  EXPECT_TRUE(logged({"method=GET path=/metrics status=401"}));
+  RawResponse m = fetch(s.port(), "GET /metrics HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.field("content-type").rfind("text/plain", 0), 0u);
+  EXPECT_NE(m.body.find("deltafin_requests_total{status=\"200\"} 1"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("deltafin_requests_total{status=\"401\"} 1"), std::string::npos) << m.body;
+  RawResponse g = fetch(s.port(), post_request("/v1/completions", R"({"prompt":"log me","max_tokens":3})",
+                                               "Authorization: Bearer k\r\n"));
+  EXPECT_EQ(g.status, 200);
   EXPECT_TRUE(logged({"id=" + g.field("x-request-id") + " ", "path=/v1/completions status=200 prompt_tokens=6",
                       "completion_tokens=3", "decode_passes=2"}))
       << [&] {
