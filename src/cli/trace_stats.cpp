@@ -19,6 +19,7 @@ struct TraceStatsArgs {
   std::string trace, json_out;
   int experts = 0, prompt_tokens = 0;
   uint64_t age_every = 0;
+  int64_t window = -1;
   std::vector<int> unions = {1, 2, 4, 8, 16, 32};
   std::vector<uint64_t> slots;
   std::vector<double> shares;
@@ -32,7 +33,8 @@ int run(const TraceStatsArgs& a) {
   const uint64_t all = uint64_t(t->layers.size()) * uint64_t(t->experts);
   std::vector<uint64_t> slots = a.slots;
   for (double f : a.shares) slots.push_back(uint64_t(std::llround(f * double(all))));
-  const sim::TraceStats s = sim::trace_stats(*t, a.unions, slots, a.prompt_tokens, a.age_every);
+  const sim::TraceStats s = sim::trace_stats(*t, a.unions, slots, a.prompt_tokens, a.age_every,
+                                                a.window < 0 ? kDefaultWindow : size_t(a.window));
   std::printf("trace: %d positions x %d MoE layers, %.2f experts per position and layer, %d experts per layer\n",
               s.positions, s.layers, s.per_position, t->experts);
   std::printf("persistence: %s of a position's experts were the previous position's too (%llu pairs)\n",
@@ -58,10 +60,12 @@ int run(const TraceStatsArgs& a) {
     const double dp = r.decode_requests ? double(r.decode_policy_hits) / double(r.decode_requests) : 0;
     const double db = r.decode_requests ? double(r.decode_belady_hits) / double(r.decode_requests) : 0;
     std::printf("ram tier %llu slots (%s of experts): policy %s of %llu requests from RAM, Belady %s -> %s of the "
-                "optimum; decode only: policy %s, Belady %s\n",
+                "optimum; hindsight static top-%llu %s (%s of the optimum); decode only: policy %s, Belady %s\n",
                 (unsigned long long)r.slots, pct(all ? double(r.slots) / double(all) : 0).c_str(),
                 pct(r.policy_rate()).c_str(), (unsigned long long)r.requests, pct(r.belady_rate()).c_str(),
-                pct(ratio).c_str(), pct(dp).c_str(), pct(db).c_str());
+                pct(ratio).c_str(), (unsigned long long)r.slots, pct(r.static_rate()).c_str(),
+                pct(r.belady_hits ? double(r.static_hits) / double(r.belady_hits) : 0).c_str(), pct(dp).c_str(),
+                pct(db).c_str());
   }
   if (!a.json_out.empty()) {
     nlohmann::ordered_json j = {{"positions", s.positions},
@@ -83,9 +87,11 @@ int run(const TraceStatsArgs& a) {
                             {"requests", r.requests},
                             {"policy_hits", r.policy_hits},
                             {"belady_hits", r.belady_hits},
+                            {"static_hits", r.static_hits},
                             {"decode_requests", r.decode_requests},
                             {"decode_policy_hits", r.decode_policy_hits},
-                            {"decode_belady_hits", r.decode_belady_hits}});
+                            {"decode_belady_hits", r.decode_belady_hits},
+                            {"decode_static_hits", r.decode_static_hits}});
     std::ofstream f(a.json_out);
     f << j.dump(2) << "\n";
     if (!f.good()) return fail(fmt::format("{}: write failed", a.json_out));
@@ -111,6 +117,9 @@ void setup(CLI::App& root) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--ram-age-every", a.age_every,
                   "The tier policy's ageing period: scores halve every N requests (0: 8 x slots, at least 1024)");
+  cmd->add_option("--ram-window", a.window,
+                  "The tier policy's recency window in slots (-1: 1/16 of the slots; 0: frequency only)")
+      ->check(CLI::Range(int64_t(-1), int64_t(1) << 40));
   cmd->add_option("--json", a.json_out, "Write the statistics as JSON to this file");
   cmd->callback([] { set_exit_code(run(a)); });
 }

@@ -21,7 +21,17 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
   SimReport rep;
   std::vector<SimRead> reads;
   std::unique_ptr<TierGroups> tier;
-  if (w.ram_slots > 0) tier = std::make_unique<TierGroups>(size_t(w.moe_layers) * size_t(w.experts), size_t(w.ram_slots));
+  if (w.ram_slots > 0) {
+    // The window holds one token's requests: the smallest step's (a prefill block's union is larger).
+    size_t per_token = 0;
+    for (const RouteStep& step : w.steps) {
+      size_t n = 0;
+      for (const auto& ex : step.experts) n += ex.size();
+      if (n > 0 && (per_token == 0 || n < per_token)) per_token = n;
+    }
+    tier = std::make_unique<TierGroups>(size_t(w.moe_layers) * size_t(w.experts), size_t(w.ram_slots), 0,
+                                        tier_window(size_t(w.ram_slots), per_token));
+  }
   std::vector<int> keys, misses;
   for (const RouteStep& step : w.steps) {
     if (step.experts.size() > size_t(w.moe_layers))

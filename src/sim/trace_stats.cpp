@@ -119,11 +119,11 @@ std::vector<std::vector<int>> tier_requests(const TraceRoutes& t, int prompt_tok
 }
 
 TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys, size_t slots, size_t prefill_groups,
-                       uint64_t age_every) {
+                       uint64_t age_every, size_t window) {
   TierReplay r;
   r.slots = slots;
   // The policy, in the store source's order.
-  TierGroups pol(keys, slots, age_every);
+  TierGroups pol(keys, slots, age_every, window);
   std::vector<int> misses;
   for (size_t g = 0; g < groups.size(); ++g) {
     const uint64_t hits0 = pol.hits;
@@ -131,6 +131,26 @@ TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys,
     if (g >= prefill_groups) r.decode_requests += groups[g].size(), r.decode_policy_hits += pol.hits - hits0;
   }
   r.requests = pol.requests, r.policy_hits = pol.hits;
+  // Hindsight top-`slots` by the trace's own counts, each kept from its first
+  // use on and never evicted (its first request misses, as for the others, so
+  // Belady bounds it): the best a tier that never adapts can do.
+  {
+    std::vector<uint64_t> count(keys, 0);
+    for (const auto& g : groups)
+      for (int key : g) ++count[size_t(key)];
+    std::vector<int> order(keys);
+    for (size_t k = 0; k < keys; ++k) order[k] = int(k);
+    const size_t top = std::min(slots, keys);
+    std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(top), order.end(),
+                      [&](int a, int b) { return count[size_t(a)] != count[size_t(b)] ? count[size_t(a)] > count[size_t(b)] : a < b; });
+    std::vector<char> in(keys, 0);
+    for (size_t i = 0; i < top; ++i) in[size_t(order[i])] = 1;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (int key : groups[g]) {
+        if (in[size_t(key)] == 2) ++r.static_hits, r.decode_static_hits += g >= prefill_groups;
+        if (in[size_t(key)] == 1) in[size_t(key)] = 2;  // filled at its first use
+      }
+  }
   // Belady with bypass over the flattened requests.
   std::vector<int> seq;
   std::vector<size_t> group_of;
@@ -174,7 +194,7 @@ TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys,
 }
 
 TraceStats trace_stats(const TraceRoutes& t, const std::vector<int>& union_ks, const std::vector<uint64_t>& tier_slots,
-                       int prompt_tokens, uint64_t age_every) {
+                       int prompt_tokens, uint64_t age_every, size_t window) {
   TraceStats s;
   const size_t M = t.layers.size(), P = t.positions.size(), E = size_t(t.experts);
   s.positions = int(P), s.layers = int(M);
@@ -263,7 +283,9 @@ TraceStats trace_stats(const TraceRoutes& t, const std::vector<int>& union_ks, c
 
   size_t prefill_groups = 0;
   const auto groups = tier_requests(t, prompt_tokens, &prefill_groups);
-  for (uint64_t slots : tier_slots) s.tiers.push_back(replay_tier(groups, M * E, size_t(slots), prefill_groups, age_every));
+  for (uint64_t slots : tier_slots) s.tiers.push_back(replay_tier(groups, M * E, size_t(slots), prefill_groups, age_every,
+                   window == kDefaultWindow ? tier_window(size_t(slots), size_t(std::llround(s.per_position * double(M))))
+                                            : window));
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "store/tier_policy.h"
 
 namespace deltafin::sim {
 
@@ -38,8 +39,11 @@ struct TierReplay {
   uint64_t slots = 0;
   uint64_t requests = 0, policy_hits = 0, belady_hits = 0;
   uint64_t decode_requests = 0, decode_policy_hits = 0, decode_belady_hits = 0;
+  // The trace's `slots` most-requested experts, each kept from its first use on.
+  uint64_t static_hits = 0, decode_static_hits = 0;
   double policy_rate() const { return requests ? double(policy_hits) / double(requests) : 0; }
   double belady_rate() const { return requests ? double(belady_hits) / double(requests) : 0; }
+  double static_rate() const { return requests ? double(static_hits) / double(requests) : 0; }
 };
 
 struct TraceStats {
@@ -74,10 +78,11 @@ std::vector<std::vector<int>> tier_requests(const TraceRoutes& t, int prompt_tok
 // pins, so it is an upper bound). `prefill_groups`: the first groups, left out
 // of the decode counts.
 TierReplay replay_tier(const std::vector<std::vector<int>>& groups, size_t keys, size_t slots, size_t prefill_groups,
-                       uint64_t age_every = 0);
+                       uint64_t age_every = 0, size_t window = kDefaultWindow);
 
-// age_every: TierPolicy's ageing period for the tier replays (0: its default).
+// age_every, window: TierPolicy's ageing period and recency window for the
+// tier replays (0 / kDefaultWindow: its defaults).
 TraceStats trace_stats(const TraceRoutes& t, const std::vector<int>& union_ks, const std::vector<uint64_t>& tier_slots,
-                       int prompt_tokens, uint64_t age_every = 0);
+                       int prompt_tokens, uint64_t age_every = 0, size_t window = kDefaultWindow);
 
 }  // namespace deltafin::sim

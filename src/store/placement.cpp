@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -76,13 +77,21 @@ Result<std::vector<std::pair<int, int>>> read_route_trace(const std::string& pat
   if (!in) return error("{}: cannot open the route trace", path);
   std::map<std::pair<int, int>, uint64_t> counts;
   // A store's heat file (heat_file.h) ranks by its decayed counts (x1000, so fractions still order).
-  if (auto heat = load_heat_file(path); heat.ok()) {
-    if (heat->moe_layers != int(moe_layers.size()) || heat->experts != experts)
-      return error("{}: heat file is for {} x {} experts, this model has {} x {}", path, heat->moe_layers,
-                   heat->experts, moe_layers.size(), experts);
-    for (int m = 0; m < heat->moe_layers; ++m)
+  // It is one JSON object that opens with its "format" key; a trace's lines never do, so a look at the
+  // first bytes decides (a trace is not parsed twice).
+  char head[16] = {};
+  in.read(head, sizeof head - 1);
+  const bool is_heat = std::string_view(head, size_t(in.gcount())).starts_with("{\"format\"");
+  in.clear();
+  in.seekg(0);
+  if (is_heat) {
+    DF_ASSIGN(auto heat, load_heat_file(path));
+    if (heat.moe_layers != int(moe_layers.size()) || heat.experts != experts)
+      return error("{}: heat file is for {} x {} experts, this model has {} x {}", path, heat.moe_layers,
+                   heat.experts, moe_layers.size(), experts);
+    for (int m = 0; m < heat.moe_layers; ++m)
       for (int e = 0; e < experts; ++e)
-        counts[{m, e}] = uint64_t(std::llround(1000 * heat->counts[size_t(m) * size_t(experts) + size_t(e)]));
+        counts[{m, e}] = uint64_t(std::llround(1000 * heat.counts[size_t(m) * size_t(experts) + size_t(e)]));
     in.setstate(std::ios::eofbit);
   }
   std::string line;

@@ -13,12 +13,12 @@
 namespace deltafin {
 
 Result<std::unique_ptr<RamTier>> RamTier::create(uint64_t budget_bytes, uint64_t span_bytes, size_t keys,
-                                                 uint64_t age_every) {
+                                                 uint64_t age_every, size_t requests_per_token) {
   if (span_bytes == 0) return error("RAM tier: span of 0 bytes");
   const uint64_t n = std::min<uint64_t>(budget_bytes / span_bytes, keys);
   if (n == 0)
     return error("RAM tier: {} bytes hold no expert span of {} bytes", budget_bytes, span_bytes);
-  auto t = std::unique_ptr<RamTier>(new RamTier(size_t(n), span_bytes, keys, age_every));
+  auto t = std::unique_ptr<RamTier>(new RamTier(size_t(n), span_bytes, keys, age_every, tier_window(size_t(n), requests_per_token)));
   // Rounded up to whole huge pages; NORESERVE: pages exist once touched.
   t->mapped_ = (n * span_bytes + io::kHugePage - 1) / io::kHugePage * io::kHugePage;
   void* p = ::mmap(nullptr, t->mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -63,9 +63,9 @@ const uint8_t* RamTier::lookup(int key) {
   return slot_ptr(s);
 }
 
-uint8_t* RamTier::take(int key) {
+uint8_t* RamTier::take(int key, bool speculative) {
   int evicted = -1;
-  const int s = policy_.admit(key, [&](int slot) { return pinned_[size_t(slot)] != 0; }, &evicted);
+  const int s = policy_.admit(key, [&](int slot) { return pinned_[size_t(slot)] != 0; }, &evicted, speculative);
   if (s < 0) return nullptr;
   if (evicted >= 0) ++stats_.evictions;
   pinned_[size_t(s)] = 1;  // reserved: never a victim while its read is in flight
@@ -74,12 +74,12 @@ uint8_t* RamTier::take(int key) {
 }
 
 uint8_t* RamTier::reserve(int key) {
-  uint8_t* p = take(key);
+  uint8_t* p = take(key, false);
   if (!p) ++stats_.bypassed;
   return p;
 }
 
-uint8_t* RamTier::reserve_guess(int key) { return take(key); }
+uint8_t* RamTier::reserve_guess(int key) { return take(key, true); }
 
 void RamTier::publish(uint8_t* slot, int key) {
   policy_.publish(slot_index(slot), key);
@@ -96,35 +96,25 @@ void RamTier::unpin_all() {
   pinned_list_.clear();
 }
 
-Result<std::pair<uint64_t, uint64_t>> meminfo_available_total() {
-  std::ifstream f("/proc/meminfo");
-  if (!f) return error("/proc/meminfo: cannot open");
-  uint64_t avail = 0, total = 0;
-  bool have_avail = false, have_total = false;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream is(line);
-    std::string name;
-    uint64_t kb = 0;
-    is >> name >> kb;
-    if (name == "MemAvailable:") avail = kb << 10, have_avail = true;
-    if (name == "MemTotal:") total = kb << 10, have_total = true;
-  }
-  if (!have_avail || !have_total) return error("/proc/meminfo: no MemAvailable/MemTotal line");
-  return std::make_pair(avail, total);
+Result<AutoTierSize> auto_tier_bytes(uint64_t spine_bytes, uint64_t arena_bytes, uint64_t session_bytes) {
+  DF_ASSIGN(MemoryLimit mem, memory_limit());
+  return auto_tier_bytes(mem, spine_bytes, arena_bytes, session_bytes);
 }
 
-Result<AutoTierSize> auto_tier_bytes(uint64_t spine_bytes, uint64_t arena_bytes, uint64_t session_bytes) {
-  DF_ASSIGN(auto mem, meminfo_available_total());
-  const uint64_t margin = std::max<uint64_t>(2ull << 30, mem.second / 20);
+AutoTierSize auto_tier_bytes(const MemoryLimit& mem, uint64_t spine_bytes, uint64_t arena_bytes,
+                             uint64_t session_bytes) {
+  const uint64_t margin = std::max<uint64_t>(2ull << 30, mem.total / 20);
   const uint64_t used = spine_bytes + arena_bytes + session_bytes + margin;
   AutoTierSize a;
-  a.bytes = mem.first > used ? mem.first - used : 0;
+  a.bytes = mem.available > used ? mem.available - used : 0;
   auto gb = [](uint64_t b) { return double(b) / 1e9; };
-  a.line = fmt::format(
-      "ram tier auto: MemAvailable {:.2f} GB - spine {:.2f} - read arena {:.2f} - session state {:.2f} - margin {:.2f} "
-      "= {:.2f} GB",
-      gb(mem.first), gb(spine_bytes), gb(arena_bytes), gb(session_bytes), gb(margin), gb(a.bytes));
+  const std::string from =
+      mem.cgroup_binds ? fmt::format("cgroup memory limit {:.2f} GB - used {:.2f}", gb(mem.cgroup_limit), gb(mem.cgroup_used))
+                       : std::string("MemAvailable");
+  a.line = fmt::format("ram tier auto: {} {:.2f} GB - spine {:.2f} - read arena {:.2f} - session state {:.2f} - margin "
+                       "{:.2f} = {:.2f} GB",
+                       from, gb(mem.available), gb(spine_bytes), gb(arena_bytes), gb(session_bytes), gb(margin),
+                       gb(a.bytes));
   return a;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_limit.h"
 #include "core/result.h"
 #include "store/tier_policy.h"
 
@@ -32,9 +33,10 @@ struct RamTierStats {
 class RamTier {
  public:
   // floor(budget / span) slots (0 slots: an error, the caller turns the tier off).
-  // age_every: TierPolicy's (0: its default).
+  // age_every: TierPolicy's (0: its default); requests_per_token sizes its
+  // recency window (tier_window; 0: unknown).
   static Result<std::unique_ptr<RamTier>> create(uint64_t budget_bytes, uint64_t span_bytes, size_t keys,
-                                                 uint64_t age_every = 0);
+                                                 uint64_t age_every = 0, size_t requests_per_token = 0);
   ~RamTier();
   RamTier(const RamTier&) = delete;
   RamTier& operator=(const RamTier&) = delete;
@@ -53,7 +55,9 @@ class RamTier {
   // A slot for a miss's read (pinned), or nullptr: bypass. Counts the miss
   // as bypassed when it returns nullptr.
   uint8_t* reserve(int key);
-  // reserve() for a speculative read: never counted as a request.
+  // reserve() for a speculative read: never counted as a request, and never
+  // let in through the policy's recency window (a wrong guess must not push
+  // out what was just used).
   uint8_t* reserve_guess(int key);
   // The read into `slot` (from reserve) verified / failed or dropped.
   void publish(uint8_t* slot, int key);
@@ -64,11 +68,11 @@ class RamTier {
   const RamTierStats& stats() const { return stats_; }
 
  private:
-  RamTier(size_t slots, uint64_t span, size_t keys, uint64_t age_every)
-      : policy_(keys, slots, age_every), span_(span), pinned_(slots, 0) {}
+  RamTier(size_t slots, uint64_t span, size_t keys, uint64_t age_every, size_t window)
+      : policy_(keys, slots, age_every, window), span_(span), pinned_(slots, 0) {}
   uint8_t* slot_ptr(int s) const { return base_ + uint64_t(s) * span_; }
   int slot_index(const uint8_t* p) const { return int(uint64_t(p - base_) / span_); }
-  uint8_t* take(int key);
+  uint8_t* take(int key, bool speculative);
   TierPolicy policy_;
   uint64_t span_;
   uint8_t* base_ = nullptr;
@@ -81,16 +85,17 @@ class RamTier {
   RamTierStats stats_;
 };
 
-// The tier's size for --ram-experts-gb auto: what MemAvailable leaves after
-// the spine (counted whole: its mapped pages compete for the same memory),
-// the read arena, the per-sequence state and a margin (the larger of 2 GiB and
-// 5 % of MemTotal), never below 0. `line` gets the arithmetic for the log.
+// The tier's size for --ram-experts-gb auto: what the process may still use
+// (MemAvailable, or its memory cgroup's limit less its use where that is
+// lower: core/memory_limit.h) after the spine (counted whole: its mapped
+// pages compete for the same memory), the read arena, the per-sequence state
+// and a margin (the larger of 2 GiB and 5 % of the memory it may use), never
+// below 0. `line` gets the arithmetic for the log.
 struct AutoTierSize {
   uint64_t bytes = 0;
   std::string line;
 };
 Result<AutoTierSize> auto_tier_bytes(uint64_t spine_bytes, uint64_t arena_bytes, uint64_t session_bytes);
-// MemAvailable and MemTotal from /proc/meminfo, bytes.
-Result<std::pair<uint64_t, uint64_t>> meminfo_available_total();
+AutoTierSize auto_tier_bytes(const MemoryLimit& mem, uint64_t spine_bytes, uint64_t arena_bytes, uint64_t session_bytes);
 
 }  // namespace deltafin

@@ -78,8 +78,7 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
   if (o.ram_experts_gb == "auto") {
     uint64_t spine = 0;
     for (const auto& f : man.spine_files) spine += f.size;
-    const uint64_t arena = std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(man.num_experts), ro.arena_bytes / man.span_bytes)) *
-                           man.span_bytes;
+    const uint64_t arena = StoreExpertSource::arena_slots(man, ro.arena_bytes) * man.span_bytes;
     // Per-sequence state: the KDA state plus a 32,768-token MLA cache.
     const MemoryPlan plan = plan_from_config(cfg);
     DF_ASSIGN(AutoTierSize a, auto_tier_bytes(spine, arena, plan.kda_state_bytes + 32768 * plan.mla_cache_bytes_per_token));

@@ -60,13 +60,13 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
         return error("layer {} expert {}: no readable copy: {}", m.moe_layers[mi], e, why[p.drive][p.file]);
       }
     }
-  const size_t slots = size_t(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(m.num_experts), opts.arena_bytes / m.span_bytes)));
+  const size_t slots = arena_slots(m, opts.arena_bytes);
   // Prefetch may use at most half the slots: the rest stay for demand.
   s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots, slots / 2);
   s->uses_.assign(m.moe_layers.size() * size_t(m.num_experts), 0);
   if (opts.ram_tier_bytes > 0) {
     DF_ASSIGN(s->tier_, RamTier::create(opts.ram_tier_bytes, m.span_bytes, m.moe_layers.size() * size_t(m.num_experts),
-                                                opts.ram_tier_age_every));
+                                        opts.ram_tier_age_every, m.moe_layers.size() * size_t(std::max(0, cfg.moe.top_k))));
     s->stats_.ram_slots = s->tier_->slots();
     if (opts.tier_seed && opts.tier_seed->counts.size() == s->uses_.size())
       for (size_t k = 0; k < s->uses_.size(); ++k) s->tier_->policy().seed(int(k), opts.tier_seed->per_run(k));
@@ -107,15 +107,17 @@ void StoreExpertSource::reap_dropped(bool block) {
 void StoreExpertSource::prefetch(int layer, std::span<const int> experts) {
   std::vector<io::ReadRequest> reqs;
   std::vector<Speculative> issued;
+  const int mi = man_.moe_index(layer);
   for (int e : experts) {
     bool have = false;
     for (const auto& sp : spec_) have = have || (sp.layer == layer && sp.expert == e);
     for (const auto& sp : issued) have = have || sp.expert == e;
     if (have) continue;
-    if (tier_ && tier_->resident(tier_key(layer, e))) continue;  // a resident guess costs nothing
     auto req = request(layer, e);
     if (!req.ok()) continue;  // a hint only: begin() reports a bad expert
-    uint8_t* slot = tier_ ? tier_->reserve_guess(tier_key(layer, e)) : nullptr;
+    const int key = mi * man_.num_experts + e;
+    if (tier_ && tier_->resident(key)) continue;  // a resident guess costs nothing
+    uint8_t* slot = tier_ ? tier_->reserve_guess(key) : nullptr;
     const bool in_tier = slot != nullptr;
     if (!slot) slot = arena_->try_take(io::Purpose::Prefetch);
     if (!slot) break;  // over prefetch's share of the arena
@@ -161,7 +163,7 @@ void StoreExpertSource::settle() {
   for (size_t i = 0; i < held_.size(); ++i) {
     if (!held_[i]) continue;
     if (tier_use_[i] == 0) arena_->release(held_[i]);
-    else if (tier_use_[i] == 1 && verified_[i]) tier_->publish(held_[i], tier_key(layer_, experts_[i]));
+    else if (tier_use_[i] == 1 && verified_[i]) tier_->publish(held_[i], keys_[i]);
     else if (tier_use_[i] == 1) tier_->abandon(held_[i]);  // failed, or never waited for: never enters
   }
   handles_.clear();
@@ -200,13 +202,18 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   waited_.assign(experts.size(), 0);
   tier_use_.assign(experts.size(), 0);
   verified_.assign(experts.size(), 0);
+  // Each request's index into uses_ and the tier (-1: not in the store; request() reports it).
+  const int mi = man_.moe_index(layer);
+  keys_.resize(experts.size());
+  for (size_t i = 0; i < experts.size(); ++i)
+    keys_[i] = mi >= 0 && experts[i] >= 0 && experts[i] < man_.num_experts ? mi * man_.num_experts + experts[i] : -1;
   uint64_t hits = 0;
   for (size_t i = 0; i < experts.size(); ++i) {
-    if (man_.expert(layer, experts[i])) ++uses_[size_t(tier_key(layer, experts[i]))];
-    if (tier_ && man_.expert(layer, experts[i])) {
+    if (keys_[i] >= 0) ++uses_[size_t(keys_[i])];
+    if (tier_ && keys_[i] >= 0) {
       // Every request is looked up (and counted) before any slot is taken,
       // so this block's hits are pinned before a miss may evict anything.
-      if (const uint8_t* p = tier_->lookup(tier_key(layer, experts[i]))) {
+      if (const uint8_t* p = tier_->lookup(keys_[i])) {
         held_[i] = const_cast<uint8_t*>(p);
         tier_use_[i] = 2;
         continue;
@@ -230,7 +237,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
     if (held_[i]) continue;
     auto req = request(layer, experts[i]);
     if (!req.ok()) return req.status();
-    uint8_t* slot = tier_ ? tier_->reserve(tier_key(layer, experts[i])) : nullptr;
+    uint8_t* slot = tier_ ? tier_->reserve(keys_[i]) : nullptr;
     if (slot) tier_use_[i] = 1;
     if (!slot) slot = arena_->try_take(io::Purpose::Demand);
     if (!slot) {

@@ -6,6 +6,7 @@
 // needs no read at all, and a miss the tier admits is read straight into
 // its tier slot, published there once its checks passed.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,11 @@ struct StoreReadOptions {
 
 class StoreExpertSource : public ExpertSource {
  public:
+  // Buffers of the read arena for `arena_bytes`: at least one, at most one per
+  // expert of a layer (a layer never needs more at once).
+  static size_t arena_slots(const Manifest& m, uint64_t arena_bytes) {
+    return size_t(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(m.num_experts), arena_bytes / m.span_bytes)));
+  }
   // Opens every pack file (a missing drive root or a pack of the wrong size
   // becomes a warning when all its experts have another copy, else an error
   // naming the expert, drive and file).
@@ -71,7 +77,6 @@ class StoreExpertSource : public ExpertSource {
   std::vector<std::vector<int>> file_ids_;  // [drive][pack] -> engine file id, -1 if unusable
   std::unique_ptr<RamTier> tier_;
   std::vector<uint64_t> uses_;
-  int tier_key(int layer, int e) const { return man_.moe_index(layer) * man_.num_experts + e; }
   // Drops the last begin()'s reads: cancels those still queued, waits for
   // the kernel to let go of their buffers, returns the buffers to the arena.
   void settle();
@@ -92,6 +97,7 @@ class StoreExpertSource : public ExpertSource {
   // Per expert of the last begin(): 0 arena buffer, 1 tier slot being filled,
   // 2 resident tier slot (a hit: no read); fills also record passing checks.
   std::vector<char> tier_use_, verified_;
+  std::vector<int> keys_;  // the last begin()'s tier keys, one per request (-1: not in the store)
   void tier_snapshot();  // copies the tier's counters into stats_
   uint64_t part_offset_[6] = {}, part_bytes_[6] = {};
   // The reads of the last begin(): one handle per expert, in order.

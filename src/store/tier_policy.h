@@ -1,14 +1,24 @@
 // Which experts the RAM tier keeps: a pure, clock-free policy over slot
 // numbers, so the store's tier (ram_tier.h, real memory) and the route-trace
-// replay (src/sim/tier_replay.h, no memory) run the very same decisions.
+// replay (src/sim/trace_stats.h, no memory) run the very same decisions.
 //
-// Frequency with ageing: every request of an expert adds 1 to its score
-// (resident or not, so an expert that keeps missing earns its way in), and
-// every `age_every` requests all scores halve, so the tier follows a change of
-// topic. A miss takes a free slot, else the slot of the lowest-scored resident
-// that is not pinned, but only when the newcomer's score is strictly higher;
-// otherwise the read bypasses the tier. Scores may be seeded (the store's heat
-// file) so a new process starts with yesterday's favourites winning ties.
+// Frequency with ageing, behind a small recency window (the shape of
+// W-TinyLFU). Every request of an expert adds 1 to its score (resident or
+// not, so an expert that keeps missing earns its way in), and every
+// `age_every` requests all scores halve, so the tier follows a change of
+// topic. The slots are split into a window, kept in order of last use, and
+// the main part, kept by score:
+//  - a demand miss always enters the window (routing repeats from one token
+//    to the next: about 39 % of K3's experts do, which a pure frequency count
+//    never lets in); when the window is full, its least recently used
+//    resident leaves it: into the main part if its score is strictly higher
+//    than the main part's lowest (which is evicted), else out of the tier;
+//  - a speculative read (a prefetch guess) never enters the window: it takes
+//    a free slot or the main part's lowest when its score is strictly higher,
+//    else it bypasses the tier;
+//  - with a window of 0 slots every miss is admitted that second way.
+// Slots the caller pins are never taken. Scores may be seeded (the store's
+// heat file) so a new process starts with yesterday's favourites winning ties.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -18,14 +28,26 @@
 
 namespace deltafin {
 
+// The window's size: one token's expert requests (MoE layers x experts per
+// token: what persistence from one token to the next can hit), or 1/16 of
+// the slots when that is not known (0); at most half the slots. On route
+// traces with K3's statistics a window of one token's requests or more
+// gives the same hit rate, and a smaller one loses most of the gain
+// (docs/RAM_TIER.md).
+size_t tier_window(size_t slots, size_t requests_per_token);
+constexpr size_t kDefaultWindow = size_t(-1);  // tier_window(slots, 0)
+
 class TierPolicy {
  public:
   // `keys`: distinct experts (moe_index * experts + e); `slots`: capacity.
-  // age_every 0: 8 x slots (at least 1024).
-  TierPolicy(size_t keys, size_t slots, uint64_t age_every = 0);
+  // age_every 0: 8 x slots (at least 1024). window: slots of the recency
+  // window (kDefaultWindow: tier_window(slots, 0); at most slots / 2).
+  TierPolicy(size_t keys, size_t slots, uint64_t age_every = 0, size_t window = kDefaultWindow);
 
   size_t slots() const { return slot_key_.size(); }
-  size_t resident() const { return resident_.size(); }
+  size_t window() const { return window_slots_; }
+  size_t resident() const { return resident_.size() + window_.size(); }
+  size_t resident_in_window() const { return window_.size(); }
   size_t free_slots() const { return free_.size(); }
   void seed(int key, double score);
   // Counts one request of `key` (call once per begin() that asks for it).
@@ -35,8 +57,9 @@ class TierPolicy {
   // For a miss: a slot that `key`'s read may fill, taken from the policy's
   // view at once (the evicted resident, if any, is gone: `*evicted` gets its
   // key, else -1); -1: bypass. Slots with pinned(slot) true are never taken.
+  // speculative: a prefetch guess (never enters through the window).
   template <class Pinned>
-  int admit(int key, Pinned pinned, int* evicted);
+  int admit(int key, Pinned pinned, int* evicted, bool speculative = false);
   // The read into `slot` verified: `key` becomes resident there (if it is
   // resident in another slot already, this slot is freed instead).
   void publish(int slot, int key);
@@ -46,11 +69,21 @@ class TierPolicy {
 
  private:
   void age();
+  // The main part's lowest unpinned resident with a score below `than`, or end().
+  template <class Pinned>
+  std::set<std::pair<double, int>>::iterator lowest_below(double than, Pinned pinned);
+  // `slot` is `key`'s now (being filled), in the window or the main part.
+  int take_slot(int key, int slot, bool to_window);
+  void set_window(int slot, bool in);  // keeps in_window_ the count of window slots in use
   std::vector<double> score_;
   std::vector<int> key_slot_;             // resident slot of each key, -1
   std::vector<int> slot_key_;             // key resident (or being filled) in each slot, -1 free
+  std::vector<char> slot_window_;         // the slot belongs to the window (else to the main part)
+  std::vector<uint64_t> last_use_;        // uses_ at each key's last request
   std::vector<int> free_;                 // free slots
-  std::set<std::pair<double, int>> resident_;  // (score, key) of resident keys, lowest first
+  std::set<std::pair<double, int>> resident_;    // main part: (score, key), lowest first
+  std::set<std::pair<uint64_t, int>> window_;    // window: (last use, key), least recent first
+  size_t window_slots_ = 0, in_window_ = 0;      // in_window_: window slots resident or being filled
   uint64_t age_every_, uses_ = 0;
 };
 
@@ -60,7 +93,8 @@ class TierPolicy {
 // trace replay, the drive simulator).
 class TierGroups {
  public:
-  TierGroups(size_t keys, size_t slots, uint64_t age_every = 0) : policy_(keys, slots, age_every), pinned_(slots, 0) {}
+  TierGroups(size_t keys, size_t slots, uint64_t age_every = 0, size_t window = kDefaultWindow)
+      : policy_(keys, slots, age_every, window), pinned_(slots, 0) {}
   // The keys of `group` that miss, in order (each then read from a drive).
   void run(const std::vector<int>& group, std::vector<int>* misses);
   uint64_t requests = 0, hits = 0;
@@ -68,29 +102,58 @@ class TierGroups {
  private:
   TierPolicy policy_;
   std::vector<char> pinned_;
+  std::vector<int> pins_;  // slots pinned by the current group
   std::vector<std::pair<int, int>> fills_;
 };
 
 template <class Pinned>
-int TierPolicy::admit(int key, Pinned pinned, int* evicted) {
+std::set<std::pair<double, int>>::iterator TierPolicy::lowest_below(double than, Pinned pinned) {
+  for (auto it = resident_.begin(); it != resident_.end() && it->first < than; ++it)
+    if (!pinned(key_slot_[size_t(it->second)])) return it;
+  return resident_.end();
+}
+
+template <class Pinned>
+int TierPolicy::admit(int key, Pinned pinned, int* evicted, bool speculative) {
   *evicted = -1;
+  const bool window = !speculative && window_slots_ > 0;
   if (!free_.empty()) {
     const int s = free_.back();
     free_.pop_back();
-    slot_key_[size_t(s)] = key;
-    return s;
+    return take_slot(key, s, window && in_window_ < window_slots_);
   }
   const double mine = score_[size_t(key)];
-  for (auto it = resident_.begin(); it != resident_.end() && it->first < mine; ++it) {
-    const int s = key_slot_[size_t(it->second)];
-    if (pinned(s)) continue;
-    *evicted = it->second;
-    key_slot_[size_t(it->second)] = -1;
-    resident_.erase(it);
-    slot_key_[size_t(s)] = key;
-    return s;
+  if (window && in_window_ >= window_slots_) {
+    // The window's least recently used unpinned resident makes room.
+    for (auto w = window_.begin(); w != window_.end(); ++w) {
+      const int ws = key_slot_[size_t(w->second)];
+      if (pinned(ws)) continue;
+      const int wk = w->second;
+      window_.erase(w);
+      auto low = lowest_below(score_[size_t(wk)], pinned);
+      if (low == resident_.end()) {  // not better than the main part's lowest: out of the tier
+        *evicted = wk;
+        key_slot_[size_t(wk)] = -1;
+        return take_slot(key, ws, true);
+      }
+      // It moves to the main part (keeping its slot); the main part's lowest leaves.
+      const int lk = low->second, ls = key_slot_[size_t(lk)];
+      resident_.erase(low);
+      key_slot_[size_t(lk)] = -1;
+      *evicted = lk;
+      set_window(ws, false);
+      resident_.insert({score_[size_t(wk)], wk});
+      return take_slot(key, ls, true);
+    }
+    // Every window resident is pinned (or filling): try the main part as below.
   }
-  return -1;
+  auto low = lowest_below(mine, pinned);
+  if (low == resident_.end()) return -1;
+  const int lk = low->second, ls = key_slot_[size_t(lk)];
+  resident_.erase(low);
+  key_slot_[size_t(lk)] = -1;
+  *evicted = lk;
+  return take_slot(key, ls, window && in_window_ < window_slots_);
 }
 
 }  // namespace deltafin
