@@ -1,6 +1,7 @@
 #include "core/memory_limit.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -54,10 +55,10 @@ std::optional<CgroupUse> tightest(fs::path dir, const fs::path& top, bool v2) {
       const uint64_t idle = stat_value(dir / "memory.stat", inactive);
       best = CgroupUse{*lim, use > idle ? use - idle : 0};
     }
-    if (dir == top || dir.parent_path() == dir) break;
-    const fs::path up = dir.parent_path();
-    if (up.native().size() < top.native().size()) break;
-    dir = up;
+    // Stop at `top`, or wherever the walk would leave it (a path that is
+    // not below `top`, or the filesystem root).
+    if (dir == top || dir.native().size() <= top.native().size()) break;
+    dir = dir.parent_path();
   }
   return best;
 }
@@ -107,6 +108,13 @@ Result<MemoryLimit> memory_limit(const std::string& proc, const std::string& roo
     m.total = std::min(m.total, use->limit);
   }
   return m;
+}
+
+std::string describe(const MemoryLimit& m) {
+  std::string s = fmt::format("{:.1f} GB available of {:.1f} GB", m.available / 1e9, m.total / 1e9);
+  if (m.cgroup_binds)
+    s += fmt::format(" (memory cgroup: limit {:.1f} GB, used {:.1f} GB)", m.cgroup_limit / 1e9, m.cgroup_used / 1e9);
+  return s;
 }
 
 }  // namespace deltafin

@@ -24,4 +24,8 @@ struct MemoryLimit {
 // file that cannot be read is no limit; /proc/meminfo must be readable.
 Result<MemoryLimit> memory_limit(const std::string& proc = "/proc", const std::string& root = "/sys/fs/cgroup");
 
+// "A GB available of T GB", with the cgroup's limit and use when it binds
+// (doctor's memory rows).
+std::string describe(const MemoryLimit& m);
+
 }  // namespace deltafin

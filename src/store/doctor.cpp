@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "core/memory_limit.h"
 #include "io/checksum.h"
 #include "io/probe.h"
 #include "model/config.h"
@@ -27,16 +28,6 @@ namespace deltafin {
 namespace fs = std::filesystem;
 
 namespace {
-
-uint64_t meminfo_kb(const std::string& key) {
-  std::ifstream in("/proc/meminfo");
-  std::string k;
-  uint64_t v = 0;
-  std::string unit;
-  while (in >> k >> v >> unit)
-    if (k == key + ":") return v;
-  return 0;
-}
 
 DoctorRow cpu_row() {
   std::string have;
@@ -186,9 +177,13 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
   const bool uring = io::io_uring_available();
   rows.push_back({"host: io_uring", uring ? Verdict::Pass : Verdict::Warn,
                   uring ? "available" : "unavailable (reads use the pread thread pool)"});
-  const uint64_t avail = meminfo_kb("MemAvailable") * 1024, total = meminfo_kb("MemTotal") * 1024;
+  // The machine's MemAvailable, or the memory cgroup's room where tighter
+  // (a container, a systemd slice): what this process may really use.
+  Result<MemoryLimit> mem = memory_limit();
+  const uint64_t avail = mem.ok() ? mem->available : 0, total = mem.ok() ? mem->total : 0;
+  const std::string mem_text = mem.ok() ? describe(*mem) : mem.message();
   if (store.empty()) {
-    rows.push_back({"host: memory", Verdict::Pass, fmt::format("{:.1f} GB available of {:.1f} GB", avail / 1e9, total / 1e9)});
+    rows.push_back({"host: memory", mem.ok() ? Verdict::Pass : Verdict::Warn, mem_text});
     return rows;
   }
   auto text = Manifest::read_text(store);
@@ -240,9 +235,12 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
   const uint64_t arena = std::min<uint64_t>(uint64_t(m.num_experts) * m.span_bytes, 8ull << 30);
   const uint64_t resident = spine_bytes + arena;
   rows.push_back({"host: memory vs resident plan",
-                  resident > total ? Verdict::Fail : resident > avail ? Verdict::Warn : Verdict::Pass,
-                  fmt::format("resident {:.2f} GB (spine {:.2f} + expert buffers {:.2f}); {:.1f} GB available of {:.1f} GB",
-                              resident / 1e9, spine_bytes / 1e9, arena / 1e9, avail / 1e9, total / 1e9)});
+                  !mem.ok()          ? Verdict::Warn
+                  : resident > total ? Verdict::Fail
+                  : resident > avail ? Verdict::Warn
+                                     : Verdict::Pass,
+                  fmt::format("resident {:.2f} GB (spine {:.2f} + expert buffers {:.2f}); {}", resident / 1e9,
+                              spine_bytes / 1e9, arena / 1e9, mem_text)});
 
   // Drives: root, O_DIRECT, pack files.
   std::vector<std::vector<bool>> file_ok(m.drives.size());

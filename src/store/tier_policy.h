@@ -30,10 +30,11 @@ namespace deltafin {
 
 // The window's size: one token's expert requests (MoE layers x experts per
 // token: what persistence from one token to the next can hit), or 1/16 of
-// the slots when that is not known (0); at most half the slots. On route
+// the slots when that is not known (0). When one token's requests are more
+// than half the slots there is no window (0: frequency only), since a
+// smaller one cannot keep a token's experts until the next token. On route
 // traces with K3's statistics a window of one token's requests or more
-// gives the same hit rate, and a smaller one loses most of the gain
-// (docs/RAM_TIER.md).
+// gives the same hit rate, and a smaller one loses (docs/RAM_TIER.md).
 size_t tier_window(size_t slots, size_t requests_per_token);
 constexpr size_t kDefaultWindow = size_t(-1);  // tier_window(slots, 0)
 

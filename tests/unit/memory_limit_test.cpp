@@ -115,5 +115,19 @@ TEST(MemoryLimit, AutoTierSizeSubtractsFromTheCgroupsRoom) {
   EXPECT_EQ(auto_tier_bytes(m, 1 * GiB, GiB / 2, GiB / 2).bytes, 0u);
 }
 
+TEST(MemoryLimit, TheDescriptionNamesTheCgroupOnlyWhenItBinds) {
+  FakeSystem s("memlimit_describe");
+  put(s.proc / "self/cgroup", "0::/bench\n");
+  put(s.root / "bench/memory.max", std::to_string(10 * GiB) + "\n");
+  put(s.root / "bench/memory.current", std::to_string(2 * GiB) + "\n");
+  auto m = s.read();
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_EQ(describe(*m), "8.6 GB available of 10.7 GB (memory cgroup: limit 10.7 GB, used 2.1 GB)");
+  put(s.root / "bench/memory.max", "max\n");
+  m = s.read();
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_EQ(describe(*m), "21.5 GB available of 25.8 GB");
+}
+
 }  // namespace
 }  // namespace deltafin

@@ -116,9 +116,19 @@ uint64_t rss_bytes() {
   return 0;
 }
 
-// Filling far more experts than fit, with evictions, never grows the process
-// beyond the tier's budget: the slots (faulted in at create) are the only
-// memory it has.
+// One token's requests (K3: 92 MoE layers x 16), or none when that is over
+// half the slots; 1/16 of the slots when not known; an explicit window is
+// capped at half the slots.
+TEST(TierPolicy, TheDefaultWindowIsOneTokensRequestsOrNone) {
+  EXPECT_EQ(tier_window(3545, 1472), 1472u);
+  EXPECT_EQ(tier_window(2944, 1472), 1472u);  // exactly half
+  EXPECT_EQ(tier_window(2943, 1472), 0u);
+  EXPECT_EQ(tier_window(330, 1472), 0u);
+  EXPECT_EQ(tier_window(48, 0), 3u);
+  EXPECT_EQ(TierPolicy(100, 10, 0, 9).window(), 5u);
+  EXPECT_EQ(TierPolicy(100, 10, 0, tier_window(10, 6)).window(), 0u);
+}
+
 // The recency window by hand: 4 slots, 2 of them the window. Every request
 // is one group (use, then admit on a miss, publish), nothing pinned.
 TEST(TierPolicy, MissesEnterTheWindowAndOnlyAHigherScoreMovesOnToMain) {
@@ -170,6 +180,9 @@ TEST(TierPolicy, MissesEnterTheWindowAndOnlyAHigherScoreMovesOnToMain) {
   EXPECT_EQ(p.admit(9, [&](int slot) { return slot == 1 || slot == 2; }, &evicted), -1);
 }
 
+// Filling far more experts than fit, with evictions, never grows the process
+// beyond the tier's budget: the slots (faulted in at create) are the only
+// memory it has.
 TEST(RamTier, ResidentMemoryStaysWithinTheBudget) {
   const uint64_t span = 1 << 20, budget = 48ull << 20;
   const uint64_t rss0 = rss_bytes();

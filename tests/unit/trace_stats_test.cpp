@@ -94,18 +94,21 @@ TEST_F(TraceStatsTest, CraftedTraceGivesHandComputedValues) {
   // from their first use: 3 + 2 hits.
   EXPECT_EQ(s.tiers[0].static_hits, 5u);
   EXPECT_EQ(s.tiers[0].decode_requests, 16u);
-  // The default window is one token's requests (2 layers x 2), at most half
-  // the slots: 1 window slot, 1 main slot. 0 -> window, 1 -> main (free
-  // slots). Each later miss enters the window; its leaver (least recent)
-  // never has a score strictly above main's 1, which keeps scoring 2, 3, 3:
-  // 6 out for 2, 2 out for 6, 6 out for 2, 2 out for 6, 6 (3, ties 1's 3)
-  // out for 3, 3 out for 6; 11, 7, 4, 8 find the window's only resident
-  // still being filled and main not lower: bypassed. Hits: 1 in groups 3
-  // and 5, so 2 (a window of 1 slot thrashes on a tier of 2: the real
-  // window holds a token's requests, docs/RAM_TIER.md).
+  // The default window would be one token's requests (2 layers x 2), but
+  // that is more than half the 2 slots: no window, the frequency part's 4 hits.
   const sim::TraceStats w = sim::trace_stats(*t, {}, {2}, 0);
   ASSERT_EQ(w.tiers.size(), 1u);
-  EXPECT_EQ(w.tiers[0].policy_hits, 2u);
+  EXPECT_EQ(w.tiers[0].policy_hits, 4u);
+  // A window of 1 slot (forced) thrashes on a tier of 2: 1 window slot,
+  // 1 main slot. 0 -> window, 1 -> main (free slots). Each later miss enters
+  // the window; its leaver (least recent) never has a score strictly above
+  // main's 1, which keeps scoring 2, 3, 3: 6 out for 2, 2 out for 6, 6 out
+  // for 2, 2 out for 6, 6 (3, ties 1's 3) out for 3, 3 out for 6; 11, 7, 4, 8
+  // find the window's only resident still being filled and main not lower:
+  // bypassed. Hits: 1 in groups 3 and 5, so 2.
+  const sim::TraceStats w1 = sim::trace_stats(*t, {}, {2}, 0, 0, 1);
+  ASSERT_EQ(w1.tiers.size(), 1u);
+  EXPECT_EQ(w1.tiers[0].policy_hits, 2u);
   EXPECT_EQ(w.tiers[0].belady_hits, 5u);
 }
 
@@ -150,13 +153,13 @@ TEST_F(TraceStatsTest, CliWritesJsonAndNamesBadLines) {
   const auto j = nlohmann::json::parse(testing::slurp(dir + "/s.json"));
   EXPECT_DOUBLE_EQ(j.at("persistence").get<double>(), 3.5 / 6);
   EXPECT_EQ(j.at("tiers").at(0).at("belady_hits"), 5);
-  // The default window (2 hits, worked out above); --ram-window 0: frequency only (4).
-  EXPECT_NE(testing::slurp(dir + "/out.txt").find("policy 12.5% of 16 requests from RAM, Belady 31."), std::string::npos)
+  // The default (no window on 2 slots, worked out above: 4 hits); --ram-window 1: 2.
+  EXPECT_NE(testing::slurp(dir + "/out.txt").find("policy 25.0% of 16 requests from RAM, Belady 31."), std::string::npos)
       << testing::slurp(dir + "/out.txt");
-  ASSERT_EQ(testing::run_command(bin + " trace-stats --trace " + path + " --experts 6 --ram-slots 2 --ram-window 0 > " +
+  ASSERT_EQ(testing::run_command(bin + " trace-stats --trace " + path + " --experts 6 --ram-slots 2 --ram-window 1 > " +
                                  dir + "/out0.txt"),
             0);
-  EXPECT_NE(testing::slurp(dir + "/out0.txt").find("policy 25.0% of 16 requests from RAM, Belady 31."), std::string::npos)
+  EXPECT_NE(testing::slurp(dir + "/out0.txt").find("policy 12.5% of 16 requests from RAM, Belady 31."), std::string::npos)
       << testing::slurp(dir + "/out0.txt");
   // simulate-drives' reader skips the guess lines.
   auto steps = sim::read_route_steps(path, {}, 4, 6, 0);
@@ -212,8 +215,8 @@ namespace deltafin {
 namespace {
 
 // The simulator's RAM tier is the store's policy: on the crafted trace with
-// two slots (and the default window of 1 slot) it serves the 2 hits worked
-// out above, and reads only the rest.
+// two slots (no window: one token's 4 requests are more than half of them)
+// it serves the 4 hits worked out above, and reads only the rest.
 TEST_F(TraceStatsTest, SimulatorReadsOnlyTheTiersMisses) {
   auto steps = sim::read_route_steps(path, {}, 2, 6, 0);
   ASSERT_TRUE(steps.ok()) << steps.message();
@@ -230,8 +233,8 @@ TEST_F(TraceStatsTest, SimulatorReadsOnlyTheTiersMisses) {
   auto on = sim::simulate(o, w);
   ASSERT_TRUE(on.ok()) << on.message();
   EXPECT_EQ(on->ram_requests, 16u);
-  EXPECT_EQ(on->ram_hits, 2u);
-  EXPECT_EQ(on->reads, 14u);
+  EXPECT_EQ(on->ram_hits, 4u);
+  EXPECT_EQ(on->reads, 12u);
   EXPECT_LT(on->total_s, off->total_s);
 }
 
