@@ -1,6 +1,7 @@
 #include "io/checksum.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -43,14 +44,19 @@ Hash128 xxh3_128(std::span<const uint8_t> bytes) {
   return {h.high64, h.low64};
 }
 
-Result<std::string> sha256_file(const std::string& path, void (*progress)(uint64_t, void*), void* ctx) {
+namespace {
+
+// A digest of `prefix` followed by the whole file, streamed; lowercase hex.
+Result<std::string> digest_file(const std::string& path, const EVP_MD* kind, const char* name,
+                                const std::string& prefix, void (*progress)(uint64_t, void*), void* ctx) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return error("{}: cannot open: {}", path, std::strerror(errno));
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) {
+  if (!md || EVP_DigestInit_ex(md.get(), kind, nullptr) != 1) {
     ::close(fd);
-    return error("{}: SHA-256 init failed", path);
+    return error("{}: {} init failed", path, name);
   }
+  EVP_DigestUpdate(md.get(), prefix.data(), prefix.size());
   std::vector<uint8_t> buf(8 << 20);
   for (;;) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
@@ -71,6 +77,19 @@ Result<std::string> sha256_file(const std::string& path, void (*progress)(uint64
   std::string hex;
   for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", out[i]);
   return hex;
+}
+
+}  // namespace
+
+Result<std::string> sha256_file(const std::string& path, void (*progress)(uint64_t, void*), void* ctx) {
+  return digest_file(path, EVP_sha256(), "SHA-256", "", progress, ctx);
+}
+
+Result<std::string> git_blob_sha1_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return error("{}: cannot stat: {}", path, std::strerror(errno));
+  return digest_file(path, EVP_sha1(), "SHA-1", fmt::format("blob {}", uint64_t(st.st_size)) + std::string(1, '\0'),
+                     nullptr, nullptr);
 }
 
 }  // namespace deltafin

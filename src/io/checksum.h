@@ -23,6 +23,10 @@ Hash128 xxh3_128(std::span<const uint8_t> bytes);
 Result<std::string> sha256_file(const std::string& path, void (*progress)(uint64_t, void*) = nullptr,
                                 void* ctx = nullptr);
 
+// The git blob id of a file: SHA-1 of "blob SIZE\0" followed by its bytes
+// (what the Hub lists for files not stored in LFS); lowercase hex.
+Result<std::string> git_blob_sha1_file(const std::string& path);
+
 }  // namespace deltafin
 
 namespace deltafin {

@@ -1,5 +1,6 @@
 #include "store/expert_payloads.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -23,6 +24,12 @@ class CheckpointPayloads : public ExpertPayloads {
       : experts_(std::move(experts)), bytes_(bytes) {}
   uint64_t expert_bytes() const override { return bytes_; }
   std::string describe() const override { return "checkpoint"; }
+  std::vector<std::string> files(int m, int e) const override {
+    std::vector<std::string> out;
+    for (const TensorInfo* t : experts_[m][e].t)
+      if (std::find(out.begin(), out.end(), *t->file) == out.end()) out.push_back(*t->file);
+    return out;
+  }
 
   Status fill(int m, int e, std::span<uint8_t> out) const override {
     uint64_t at = 0;
@@ -49,6 +56,7 @@ class GeneratedPayloads : public ExpertPayloads {
   GeneratedPayloads(ExpertGenerator g, std::vector<int> moe_layers) : g_(std::move(g)), layers_(std::move(moe_layers)) {}
   uint64_t expert_bytes() const override { return g_.expert_bytes(); }
   std::string describe() const override { return fmt::format("generated (preset {}, seed {})", g_.preset.name, g_.seed); }
+  std::vector<std::string> files(int, int) const override { return {}; }
   Status fill(int m, int e, std::span<uint8_t> out) const override {
     g_.fill(layers_[m], e, out);
     return {};

@@ -26,6 +26,9 @@ class ExpertPayloads {
   virtual Status fill(int moe_index, int expert, std::span<uint8_t> out) const = 0;
   // "checkpoint" or "generated (preset P, seed S)", for messages.
   virtual std::string describe() const = 0;
+  // The shard files fill() reads for this expert (none when generated): a
+  // streamed setup downloads them before the expert's pack is written.
+  virtual std::vector<std::string> files(int moe_index, int expert) const = 0;
 };
 
 // Validates and returns the experts of a checkpoint directory: from its

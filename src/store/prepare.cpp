@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <map>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -176,7 +178,8 @@ uint64_t file_size_or_max(const std::string& path) {
 
 // Source identity: sizes, mtimes and SHA-256 of every top-level regular file;
 // hashes are reused from the record when size and mtime are unchanged.
-Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Unit& u, bool quiet) {
+Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Unit& u, bool quiet,
+                                                const std::map<std::string, std::string>& known) {
   std::vector<std::pair<std::string, std::pair<uint64_t, int64_t>>> files;
   uint64_t total = 0;
   std::error_code ec;
@@ -201,12 +204,20 @@ Result<std::vector<SourceFile>> source_identity(const std::string& dir, const Un
     }
     if (out.size() == files.size()) return out;
   }
-  Progress prog("hashing checkpoint (SHA-256)", total, quiet);
+  uint64_t to_hash = 0;
+  for (const auto& [name, sm] : files)
+    if (!known.count(name)) to_hash += sm.first;
+  Progress prog("hashing checkpoint (SHA-256)", to_hash, quiet || to_hash == 0);
   std::vector<SourceFile> out;
   json j = json::array();
   for (const auto& [name, sm] : files) {
-    DF_ASSIGN(std::string sha, sha256_file((fs::path(dir) / name).string(),
-                                           [](uint64_t n, void* p) { static_cast<Progress*>(p)->add(n); }, &prog));
+    std::string sha;
+    if (auto k = known.find(name); k != known.end()) {
+      sha = k->second;
+    } else {
+      DF_ASSIGN(sha, sha256_file((fs::path(dir) / name).string(),
+                                 [](uint64_t n, void* p) { static_cast<Progress*>(p)->add(n); }, &prog));
+    }
     out.push_back({name, sm.first, sha});
     j.push_back({{"name", name}, {"size", sm.first}, {"mtime", sm.second}, {"sha256", sha}});
   }
@@ -287,7 +298,7 @@ Status prepare_store(const PrepareOptions& o) {
     DF_TRY(u.save("options", opts));
   }
 
-  DF_ASSIGN(std::vector<SourceFile> identity, source_identity(o.model_dir, u, o.quiet));
+  DF_ASSIGN(std::vector<SourceFile> identity, source_identity(o.model_dir, u, o.quiet, o.known_sha256));
   json idj = json::array();
   for (const auto& f : identity) idj.push_back({f.name, f.size, f.sha256});
   const std::string store_id = sha256_hex(idj.dump() + "\n" + out).substr(0, 16);
@@ -332,7 +343,10 @@ Status prepare_store(const PrepareOptions& o) {
   const uint64_t total_experts = uint64_t(M) * E;
   DF_ASSIGN(PlacementPlan plan, plan_placement(M, E, span, rates, sel.hot, sel.replicas));
 
-  // Spine pack.
+  // The units of work: one spine file per group and one pack per (drive, MoE
+  // layer), done in layer order (the embedding, then each layer's spine file
+  // and its packs on every drive, then the tail), so that a streamed setup
+  // needs only the shards of the layer at hand.
   const std::vector<SpineGroup> groups = spine_groups(*ck);
   uint64_t total = 0;
   for (const auto& g : groups) total += g.bytes();
@@ -342,32 +356,120 @@ Status prepare_store(const PrepareOptions& o) {
   const std::string spine_dir = (fs::path(out) / kSpineDirName).string();
   fs::create_directories(spine_dir, ec);
   if (ec) return error("{}: cannot create: {}", spine_dir, ec.message());
-  std::vector<StoreFile> spine_files;
+  Manifest man;
+  man.store_id = store_id;
+  for (size_t d = 0; d < roots.size(); ++d) {
+    man.drives.push_back({roots[d], rates[d], {}});
+    const std::string dir = man.pack_dir(int(d));
+    fs::create_directories(dir, ec);
+    if (ec) return error("drive {} ({}): cannot create {}: {}", d, roots[d], dir, ec.message());
+  }
   // make-model's spine-only checkpoints are written by rename, never in place,
   // so their shards can be shared with the store; a user's checkpoint is copied.
   const bool link_source_spine = has_expert_generator(o.model_dir);
-  for (const auto& g : groups) {
-    const std::string path = (fs::path(spine_dir) / g.file).string(), key = "spine-" + g.file;
-    auto rec = u.load(key);
-    if (rec.ok() && file_size_or_max(path) == rec->value("size", uint64_t(0))) {
-      DF_ASSIGN(Hash128 h, Hash128::from_hex(rec->value("xxh3", "")));
-      spine_files.push_back({g.file, rec->value("size", uint64_t(0)), h});
-      prog.add(g.bytes());
-      continue;
-    }
-    // A generated spine is already in pack layout: link it (BF16 only; int8 converts).
-    if (link_source_spine && spine_format == SpineFormat::BF16 && link_spine_group(*ck, g, path + ".tmp")) {
-      prog.add(g.bytes());
-    } else {
-      DF_TRY(write_spine_group(g, spine_format, path + ".tmp", &prog));
-    }
-    DF_TRY(fsync_path(path + ".tmp"));
-    DF_ASSIGN(Hash128 h, xxh3_128_file(path + ".tmp"));
-    const uint64_t size = file_size_or_max(path + ".tmp");
-    DF_TRY(rename_durable(path + ".tmp", path));
-    DF_TRY(u.save(key, {{"size", size}, {"xxh3", h.hex()}}));
-    spine_files.push_back({g.file, size, h});
+  struct Work {
+    int group = -1, drive = -1, m = -1;  // a spine group, or the pack of (drive, MoE index)
+    long key = 0;                        // layer order
+    std::string path, record;
+    std::vector<std::string> shards;
+  };
+  auto group_key = [&](const std::string& file) -> long {
+    if (file == "spine-embed.safetensors") return -1;
+    int layer = 0;
+    if (std::sscanf(file.c_str(), "spine-layer-%d.safetensors", &layer) == 1) return 2L * layer;
+    return 2L * cfg.num_layers + 2;  // the tail, and anything else
+  };
+  std::vector<Work> work;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    Work w;
+    w.group = int(gi), w.key = group_key(groups[gi].file);
+    w.path = (fs::path(spine_dir) / groups[gi].file).string(), w.record = "spine-" + groups[gi].file;
+    for (const TensorInfo* t : groups[gi].tensors)
+      if (std::find(w.shards.begin(), w.shards.end(), *t->file) == w.shards.end()) w.shards.push_back(*t->file);
+    work.push_back(std::move(w));
   }
+  for (size_t d = 0; d < roots.size(); ++d)
+    for (int m = 0; m < M; ++m) {
+      if (plan.files[d][m].empty()) continue;
+      Work w;
+      w.drive = int(d), w.m = m, w.key = 2L * moe_layers[m] + 1;
+      const std::string name = fmt::format("layer-{:03d}.pack", moe_layers[m]);
+      w.path = (fs::path(man.pack_dir(int(d))) / name).string(), w.record = fmt::format("pack-{}-{}", d, name);
+      for (int e : plan.files[d][m])
+        for (const auto& f : payloads->files(m, e))
+          if (std::find(w.shards.begin(), w.shards.end(), f) == w.shards.end()) w.shards.push_back(f);
+      work.push_back(std::move(w));
+    }
+  std::stable_sort(work.begin(), work.end(), [](const Work& a, const Work& b) { return a.key < b.key; });
+
+  std::vector<StoreFile> spine_out(groups.size());
+  std::vector<std::vector<std::vector<Hash128>>> pack_sums(roots.size(), std::vector<std::vector<Hash128>>(size_t(M)));
+  // A unit recorded by an earlier run, whose file is still there: its results from the record.
+  auto recorded = [&](const Work& w) -> Result<bool> {
+    auto rec = u.load(w.record);
+    if (!rec.ok()) return false;
+    if (w.group >= 0) {
+      if (file_size_or_max(w.path) != rec->value("size", uint64_t(0))) return false;
+      DF_ASSIGN(Hash128 h, Hash128::from_hex(rec->value("xxh3", "")));
+      spine_out[size_t(w.group)] = {groups[size_t(w.group)].file, rec->value("size", uint64_t(0)), h};
+      prog.add(groups[size_t(w.group)].bytes());
+      return true;
+    }
+    const uint64_t size = plan.files[size_t(w.drive)][size_t(w.m)].size() * span;
+    if (file_size_or_max(w.path) != size || rec->value("size", uint64_t(0)) != size) return false;
+    auto& sums = pack_sums[size_t(w.drive)][size_t(w.m)];
+    for (const auto& x : rec->at("sums")) {
+      DF_ASSIGN(Hash128 h, Hash128::from_hex(x.get<std::string>()));
+      sums.push_back(h);
+    }
+    prog.add(size);
+    return true;
+  };
+  auto run_unit = [&](const Work& w) -> Status {
+    if (w.group >= 0) {
+      const SpineGroup& g = groups[size_t(w.group)];
+      // A generated spine is already in pack layout: link it (BF16 only; int8 converts).
+      if (link_source_spine && spine_format == SpineFormat::BF16 && link_spine_group(*ck, g, w.path + ".tmp")) {
+        prog.add(g.bytes());
+      } else {
+        DF_TRY(write_spine_group(g, spine_format, w.path + ".tmp", &prog));
+      }
+      DF_TRY(fsync_path(w.path + ".tmp"));
+      DF_ASSIGN(Hash128 h, xxh3_128_file(w.path + ".tmp"));
+      const uint64_t size = file_size_or_max(w.path + ".tmp");
+      DF_TRY(rename_durable(w.path + ".tmp", w.path));
+      DF_TRY(u.save(w.record, {{"size", size}, {"xxh3", h.hex()}}));
+      spine_out[size_t(w.group)] = {g.file, size, h};
+      return {};
+    }
+    const std::vector<int>& list = plan.files[size_t(w.drive)][size_t(w.m)];
+    DF_ASSIGN(std::vector<Hash128> sums, write_pack(w.path, w.m, list, *payloads, span, prog));
+    json js = json::array();
+    for (const auto& h : sums) js.push_back(h.hex());
+    DF_TRY(u.save(w.record, {{"size", uint64_t(list.size()) * span}, {"sums", js}}));
+    pack_sums[size_t(w.drive)][size_t(w.m)] = std::move(sums);
+    return {};
+  };
+  std::vector<const Work*> todo;
+  for (const auto& w : work) {
+    DF_ASSIGN(bool done, recorded(w));
+    if (!done) todo.push_back(&w);
+  }
+  // A shard is given back after the last unit that reads it.
+  std::map<std::string, int> readers;
+  for (const Work* w : todo)
+    for (const auto& f : w->shards) ++readers[f];
+  for (const Work* w : todo) {
+    if (o.shards)
+      for (const auto& f : w->shards) DF_TRY(o.shards->ensure(f));
+    DF_TRY(run_unit(*w));
+    if (o.shards)
+      for (const auto& f : w->shards)
+        if (--readers[f] == 0) DF_TRY(o.shards->release(f));
+  }
+
+  // The spine's index and side files (config, tokenizer, ...).
+  std::vector<StoreFile> spine_files = spine_out;
   {
     const std::string idx = (fs::path(spine_dir) / "model.safetensors.index.json").string();
     DF_TRY(write_spine_index(groups, spine_format, idx + ".tmp"));
@@ -386,10 +488,8 @@ Status prepare_store(const PrepareOptions& o) {
     }
   }
 
-  // Expert packs: one file per (drive, MoE layer).
-  Manifest man;
-  man.store_id = store_id;
-  man.source_dir = fs::absolute(o.model_dir).lexically_normal().string();
+  // The manifest: packs in (drive, MoE layer) order.
+  man.source_dir = o.source_label.empty() ? fs::absolute(o.model_dir).lexically_normal().string() : o.source_label;
   man.source_files = identity;
   man.spine_dtype = o.spine;
   man.spine_files = spine_files;
@@ -400,34 +500,17 @@ Status prepare_store(const PrepareOptions& o) {
   man.moe_layers = moe_layers;
   man.experts.assign(total_experts, {});
   std::vector<char> have_sum(total_experts, 0);
-  for (size_t d = 0; d < roots.size(); ++d) man.drives.push_back({roots[d], rates[d], {}});
   for (size_t d = 0; d < roots.size(); ++d) {
-    const std::string dir = man.pack_dir(int(d));
-    fs::create_directories(dir, ec);
-    if (ec) return error("drive {} ({}): cannot create {}: {}", d, roots[d], dir, ec.message());
     for (int m = 0; m < M; ++m) {
       const std::vector<int>& list = plan.files[d][m];
       if (list.empty()) continue;
       const std::string name = fmt::format("layer-{:03d}.pack", moe_layers[m]);
-      const std::string path = (fs::path(dir) / name).string(), key = fmt::format("pack-{}-{}", d, name);
-      const uint64_t size = list.size() * span;
-      std::vector<Hash128> sums;
-      auto rec = u.load(key);
-      if (rec.ok() && file_size_or_max(path) == size && rec->value("size", uint64_t(0)) == size) {
-        for (const auto& s : rec->at("sums")) {
-          DF_ASSIGN(Hash128 h, Hash128::from_hex(s.get<std::string>()));
-          sums.push_back(h);
-        }
-        prog.add(size);
-      } else {
-        DF_ASSIGN(sums, write_pack(path, m, list, *payloads, span, prog));
-        json js = json::array();
-        for (const auto& h : sums) js.push_back(h.hex());
-        DF_TRY(u.save(key, {{"size", size}, {"sums", js}}));
-      }
-      if (sums.size() != list.size()) return error("{}: record lists {} checksums for {} experts", u.record(key), sums.size(), list.size());
+      const std::vector<Hash128>& sums = pack_sums[d][size_t(m)];
+      if (sums.size() != list.size())
+        return error("{}: record lists {} checksums for {} experts", u.record(fmt::format("pack-{}-{}", d, name)),
+                     sums.size(), list.size());
       const int file = int(man.drives[d].packs.size());
-      man.drives[d].packs.push_back({name, size, {}});
+      man.drives[d].packs.push_back({name, uint64_t(list.size()) * span, {}});
       for (size_t i = 0; i < list.size(); ++i) {
         ExpertEntry& x = man.experts[size_t(m) * E + list[i]];
         const size_t idx = size_t(m) * E + list[i];

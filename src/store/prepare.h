@@ -5,12 +5,24 @@
 // a rerun with the same options skips recorded work; the manifest is written
 // last, so a store is complete or refused.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 
 namespace deltafin {
+
+// Where a streamed `setup` keeps the checkpoint's shards: each present as a
+// placeholder (its header, then a hole) until a unit of work needs its data.
+// prepare asks for a shard before the first unit that reads it and gives it
+// back after the last, so the disk holds the store plus the shards in use.
+class ShardSource {
+ public:
+  virtual ~ShardSource() = default;
+  virtual Status ensure(const std::string& shard_path) = 0;   // downloaded and verified
+  virtual Status release(const std::string& shard_path) = 0;  // its data no longer needed
+};
 
 struct PrepareOptions {
   std::string model_dir, out_dir;
@@ -19,6 +31,12 @@ struct PrepareOptions {
   std::string replicas_from;        // route trace file
   std::string spine = "bf16";       // bf16 | int8 (not implemented yet)
   int pause_ms = 0;                 // test aid: sleep after each unit of work
+  // Set by `setup`: the manifest's checkpoint.dir names where the checkpoint
+  // came from (its download is deleted), and the SHA-256 of each file, which
+  // setup verified on download, is not computed a second time.
+  std::string source_label;
+  std::map<std::string, std::string> known_sha256;
+  ShardSource* shards = nullptr;  // streamed setup (null: every shard is local)
   bool quiet = false;
 };
 

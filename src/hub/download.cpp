@@ -1,0 +1,184 @@
+#include "hub/download.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/checksum.h"
+#include "store/fs_util.h"
+
+namespace deltafin::hub {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string expected_digest(const RemoteFile& f) { return f.sha256.empty() ? "git-sha1:" + f.git_oid : "sha256:" + f.sha256; }
+
+uint64_t chunk_count(uint64_t size, uint64_t chunk) { return size == 0 ? 0 : (size + chunk - 1) / chunk; }
+
+// The finished chunks a record lists, if it describes this very file and chunking.
+std::vector<char> load_done(const std::string& record, const RemoteFile& f, uint64_t chunk) {
+  const uint64_t n = chunk_count(f.size, chunk);
+  auto text = read_file(record);
+  if (!text.ok()) return std::vector<char>(n, 0);
+  try {
+    const json j = json::parse(*text);
+    if (j.at("size").get<uint64_t>() != f.size || j.at("digest").get<std::string>() != expected_digest(f) ||
+        j.at("chunk").get<uint64_t>() != chunk)
+      return std::vector<char>(n, 0);
+    const std::string bits = j.at("done").get<std::string>();
+    if (bits.size() != n) return std::vector<char>(n, 0);
+    std::vector<char> done(n, 0);
+    for (size_t i = 0; i < n; ++i) done[i] = bits[i] == '1';
+    return done;
+  } catch (const std::exception&) {
+    return std::vector<char>(n, 0);  // a damaged record: start the file over
+  }
+}
+
+Status save_done(const std::string& record, const RemoteFile& f, uint64_t chunk, const std::vector<char>& done) {
+  std::string bits(done.size(), '0');
+  for (size_t i = 0; i < done.size(); ++i)
+    if (done[i]) bits[i] = '1';
+  const json j = {{"size", f.size}, {"digest", expected_digest(f)}, {"chunk", chunk}, {"done", bits}};
+  return write_file_atomic(record, j.dump() + "\n");
+}
+
+// Everything but a 4xx refusal: transport errors (also mid-body, after a 206), 5xx, 408 and 429.
+bool retryable(long status) { return status < 400 || status == 408 || status == 429 || status >= 500; }
+
+// One pass over the chunks not yet done; the first failure stops the others.
+Status fetch_chunks(const std::string& url, const RemoteFile& f, int fd, const std::string& record,
+                    std::vector<char>& done, const DownloadOptions& o, const std::function<void(uint64_t)>& on_bytes) {
+  std::vector<uint64_t> todo;
+  for (uint64_t i = 0; i < done.size(); ++i)
+    if (!done[i]) todo.push_back(i);
+  if (todo.empty()) return {};
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;  // done, the record, on_bytes, the first error
+  Status first;
+  auto worker = [&] {
+    HttpClient http(o.token);
+    for (;;) {
+      if (stop.load()) return;
+      const size_t k = next.fetch_add(1);
+      if (k >= todo.size()) return;
+      const uint64_t idx = todo[k], off = idx * o.chunk_bytes, len = std::min(o.chunk_bytes, f.size - off);
+      uint64_t got = 0;
+      Status st;
+      for (int attempt = 0;; ++attempt) {
+        st = http.get_range(url, off, len, fd, &got, [&](uint64_t n) {
+          std::lock_guard<std::mutex> lock(mu);
+          on_bytes(n);
+        });
+        if (st.ok() || stop.load()) break;
+        if (!retryable(http.last_status()) || attempt >= o.retries) break;
+        if (o.log) {
+          std::lock_guard<std::mutex> lock(mu);
+          o.log(fmt::format("{}: {}; retrying (attempt {} of {}) from byte {}", f.path, st.message(), attempt + 2,
+                            o.retries + 1, off + got));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 4)));
+      }
+      if (st.ok() && ::fdatasync(fd) != 0) st = error("{}: fdatasync failed: {}", f.path, std::strerror(errno));
+      std::lock_guard<std::mutex> lock(mu);
+      if (!st.ok()) {
+        if (first.ok() && !stop.load()) first = st;
+        stop = true;
+        return;
+      }
+      done[idx] = 1;
+      if (Status s = save_done(record, f, o.chunk_bytes, done); !s.ok()) {
+        if (first.ok()) first = s;
+        stop = true;
+        return;
+      }
+    }
+  };
+  const size_t n = std::min<size_t>(size_t(std::max(1, o.connections)), todo.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return first;
+}
+
+}  // namespace
+
+Status verify_remote_file(const RemoteFile& f, const std::string& path) {
+  if (!f.sha256.empty()) {
+    DF_ASSIGN(std::string got, sha256_file(path));
+    if (got != f.sha256)
+      return error("{}: checksum mismatch (SHA-256 {} in the listing, {} downloaded)", f.path, f.sha256, got);
+  } else {
+    DF_ASSIGN(std::string got, git_blob_sha1_file(path));
+    if (got != f.git_oid)
+      return error("{}: checksum mismatch (git blob SHA-1 {} in the listing, {} downloaded)", f.path, f.git_oid, got);
+  }
+  return {};
+}
+
+uint64_t recorded_bytes(const RemoteFile& f, const std::string& record, uint64_t chunk_bytes) {
+  const std::vector<char> done = load_done(record, f, chunk_bytes);
+  uint64_t n = 0;
+  for (size_t i = 0; i < done.size(); ++i)
+    if (done[i]) n += std::min(chunk_bytes, f.size - i * chunk_bytes);
+  return n;
+}
+
+Status download_file(const std::string& url, const RemoteFile& f, const DownloadTarget& t, const DownloadOptions& o,
+                     const std::function<void(uint64_t)>& on_bytes) {
+  if (o.chunk_bytes == 0) return error("download chunk size is 0");
+  std::error_code ec;
+  for (const auto& p : {t.data, t.record}) {
+    fs::create_directories(fs::path(p).parent_path(), ec);
+    if (ec) return error("{}: cannot create: {}", fs::path(p).parent_path().string(), ec.message());
+  }
+  for (int round = 0; round < 2; ++round) {
+    std::vector<char> done = load_done(t.record, f, o.chunk_bytes);
+    if (std::find(done.begin(), done.end(), 1) == done.end()) fs::remove(t.record, ec);
+    const int fd = ::open(t.data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return error("{}: cannot open: {}", t.data, std::strerror(errno));
+    struct FdCloser {
+      int fd;
+      ~FdCloser() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size)
+      if (::ftruncate(fd, off_t(f.size)) != 0)
+        return error("{}: cannot size to {} bytes: {}", t.data, f.size, std::strerror(errno));
+    DF_TRY(fetch_chunks(url, f, fd, t.record, done, o, on_bytes));
+    if (::fsync(fd) != 0) return error("{}: fsync failed: {}", t.data, std::strerror(errno));
+    Status v = verify_remote_file(f, t.data);
+    if (v.ok()) {
+      if (!t.final_path.empty()) DF_TRY(rename_durable(t.data, t.final_path));
+      fs::remove(t.record, ec);
+      return {};
+    }
+    // A damaged transfer (or a damaged part file): fetch the whole file again,
+    // once; a file written in place is overwritten, never replaced.
+    fs::remove(t.record, ec);
+    if (!t.final_path.empty()) fs::remove(t.data, ec);
+    if (round == 1)
+      return error("{}, again after a second download from {}: the server does not serve the bytes its listing states",
+                   v.message(), url);
+    if (o.log) o.log(v.message() + "; fetching the file again");
+  }
+  return {};
+}
+
+}  // namespace deltafin::hub

@@ -1,0 +1,46 @@
+// Resumable, verified download of one remote file: parallel Range requests
+// into a sparse file, a record of the finished chunks after each one (so a
+// killed run redoes at most the chunks in flight), a digest check against the
+// listing (SHA-256 for LFS files, the git blob SHA-1 otherwise), one more
+// download on a mismatch, then fsync and, unless the file is written in
+// place, a rename to its final name: a file with its final name is complete
+// and verified.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/result.h"
+#include "hub/hub_api.h"
+
+namespace deltafin::hub {
+
+struct DownloadOptions {
+  int connections = 8;                 // Range requests in flight for one file
+  uint64_t chunk_bytes = 32ull << 20;  // the unit of a request and of resume
+  int retries = 4;                     // per chunk, on transport errors, 5xx, 408 and 429
+  std::string token;
+  std::function<void(const std::string&)> log;  // retries, re-fetches (one line each)
+};
+
+struct DownloadTarget {
+  std::string data;    // the file the bytes are written into
+  std::string record;  // its record of finished chunks
+  // Renamed to once verified; empty: the data file is the final file, written
+  // in place (a streamed shard, whose placeholder a reader has mapped: it is
+  // never replaced or deleted, only overwritten).
+  std::string final_path;
+};
+
+// Downloads `url` (the file `f` of the listing) to `t`. `on_bytes` counts
+// new bytes (called from several threads, never at once).
+Status download_file(const std::string& url, const RemoteFile& f, const DownloadTarget& t, const DownloadOptions& o,
+                     const std::function<void(uint64_t)>& on_bytes);
+
+// Bytes of `f` whose chunks `record` lists as finished.
+uint64_t recorded_bytes(const RemoteFile& f, const std::string& record, uint64_t chunk_bytes);
+
+// The digest the listing states for `f`, checked against the file at `path`.
+Status verify_remote_file(const RemoteFile& f, const std::string& path);
+
+}  // namespace deltafin::hub

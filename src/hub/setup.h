@@ -1,0 +1,40 @@
+// `deltafin setup`: install a model from a Hugging Face repository (or a
+// mirror that serves the Hub's paths, or a local snapshot with --from) as a
+// store. The checkpoint is downloaded into STORE/.setup/checkpoint (resumable
+// and verified, hub/download.h), `prepare` converts it, and the download is
+// deleted once the store's manifest is written. Disk space for all of it is
+// checked up front, per file system, before a byte is downloaded.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "store/prepare.h"
+
+namespace deltafin::hub {
+
+struct SetupOptions {
+  std::string repo;      // ORG/NAME[@REVISION]
+  std::string from_dir;  // a local snapshot instead of --repo
+  std::string endpoint = "https://huggingface.co";
+  std::string token_file;
+  int connections = 8;
+  uint64_t chunk_mb = 32;
+  bool keep_checkpoint = false;
+  bool space_check = true;
+  PrepareOptions prepare;  // out_dir, drives, replicate_hot, spine, quiet, pause_ms
+};
+
+Status setup_store(const SetupOptions& o);
+
+// What the disk-space check counts, from the safetensors headers.
+struct CheckpointSizes {
+  uint64_t total = 0;          // every file of the checkpoint
+  uint64_t tensors = 0;        // bytes of tensor data
+  uint64_t expert_bytes = 0;   // bytes of routed-expert tensors (".experts.")
+  uint64_t experts = 0;        // routed experts (their w1.weight_packed tensors)
+};
+// Tensor bytes of one safetensors header (its JSON text): (all, routed experts, expert count).
+Result<CheckpointSizes> sizes_from_header(const std::string& header_json, const std::string& what);
+
+}  // namespace deltafin::hub
