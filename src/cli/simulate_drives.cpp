@@ -29,6 +29,7 @@ struct SimulateArgs {
   std::string replicate_hot, replicas_from;
   int ladder = 0;
   int prompt_tokens = 0;
+  int verify_block = 1;
   double compute_us = 0;
   uint64_t ram_slots = 0;
   double ram_gb = 0;
@@ -112,7 +113,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
       p.work.copies.push_back(copies);
     }
     layers = m.moe_layers;
-    DF_ASSIGN(p.trace, sim::read_route_steps(a.trace, layers, 0, m.num_experts, a.prompt_tokens));
+    DF_ASSIGN(p.trace, sim::read_route_steps(a.trace, layers, 0, m.num_experts, a.prompt_tokens, a.verify_block));
     p.placement = fmt::format("the store's ({})", a.store);
   } else {
     DF_TRY(parse_drives());
@@ -120,7 +121,7 @@ Result<Plan> make_plan(const SimulateArgs& a) {
     p.work.moe_layers = a.moe_layers;
     p.work.experts = a.experts;
     p.work.span = a.span_bytes;
-    DF_ASSIGN(p.trace, sim::read_route_steps(a.trace, {}, a.moe_layers, a.experts, a.prompt_tokens));
+    DF_ASSIGN(p.trace, sim::read_route_steps(a.trace, {}, a.moe_layers, a.experts, a.prompt_tokens, a.verify_block));
     layers = p.trace.layers;
     while (int(layers.size()) < a.moe_layers) layers.push_back(layers.empty() ? 0 : layers.back() + 1);
   }
@@ -164,14 +165,15 @@ void print_report(const SimulateArgs& a, const Plan& p, const sim::SimReport& r,
                 tokens ? s * 1e3 / tokens : 0.0, double(bytes) / 1e6, s > 0 ? double(bytes) / 1e6 / s : 0.0);
   };
   if (r.prefill_tokens) row("prefill block", 1, r.prefill_tokens, r.prefill_s, pre_bytes);
-  if (r.decode_steps) row("decode", r.decode_steps, r.decode_steps, r.decode_s, dec_bytes);
+  if (r.decode_steps)
+    row(a.verify_block > 1 ? "verify blocks" : "decode", r.decode_steps, r.decode_tokens, r.decode_s, dec_bytes);
   row("trace total", int(r.steps.size()), r.tokens, r.total_s, r.bytes);
   if (r.ram_requests)
     std::printf("ram tier: %llu slots, %llu of %llu expert requests from RAM (%.1f%%)\n",
                 (unsigned long long)p.work.ram_slots, (unsigned long long)r.ram_hits,
                 (unsigned long long)r.ram_requests, 100.0 * double(r.ram_hits) / double(r.ram_requests));
   std::printf("expert-read time per token: %.3f ms (%s); split reads: %llu\n", r.per_token_s() * 1e3,
-              r.decode_steps ? "mean over decode steps" : "trace total / positions", (unsigned long long)r.split_reads);
+              r.decode_steps ? "mean over decode tokens" : "trace total / positions", (unsigned long long)r.split_reads);
   if (!ladder.empty()) {
     std::printf("\nladder: 1..%zu drives of the given model(s), placement planned as prepare would%s\n", ladder.size(),
                 p.replicas.replicas ? fmt::format(" ({} replicas from 2 drives on)", p.replicas.replicas).c_str() : "");
@@ -204,7 +206,8 @@ nlohmann::json to_json(const SimulateArgs& a, const Plan& p, const sim::SimRepor
   j["total_seconds"] = r.total_s;
   j["tokens"] = r.tokens;
   j["prefill"] = {{"tokens", r.prefill_tokens}, {"seconds", r.prefill_s}};
-  j["decode"] = {{"steps", r.decode_steps}, {"seconds", r.decode_s}};
+  j["decode"] = {{"steps", r.decode_steps}, {"tokens", r.decode_tokens}, {"seconds", r.decode_s}};
+  j["verify_block"] = a.verify_block;
   j["seconds_per_token"] = r.per_token_s();
   j["bytes"] = r.bytes;
   j["reads"] = r.reads;
@@ -277,6 +280,10 @@ void setup(CLI::App& root) {
   cmd->add_option("--replicate-hot", a.replicate_hot, "As prepare: replicate this many experts (or 'all')");
   cmd->add_option("--replicas-from", a.replicas_from, "As prepare: rank experts for replicas by this route trace");
   cmd->add_option("--ladder", a.ladder, "Also simulate 1..N drives of the given model(s)")->check(CLI::Range(0, 256));
+  cmd->add_option("--verify-block", a.verify_block,
+                  "Decode in verify blocks of K rows: each reads the union of its K positions' experts once per MoE "
+                  "layer (drafting with every guess accepted; 1: one token a step)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--prompt-tokens", a.prompt_tokens, "Positions below P form one prefill block")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--compute-us-per-layer", a.compute_us, "Compute time added after each MoE layer's reads, us");

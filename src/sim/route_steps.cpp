@@ -11,8 +11,9 @@
 namespace deltafin::sim {
 
 Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<int>& moe_layers, int max_moe_layers,
-                                    int experts, int prompt_tokens) {
+                                    int experts, int prompt_tokens, int verify_block) {
   if (prompt_tokens < 0) return error("--prompt-tokens must be >= 0");
+  if (verify_block < 1) return error("--verify-block must be >= 1");
   // pos -> layer -> experts
   std::map<int, std::map<int, std::set<int>>> routes;
   std::set<int> layers_seen;
@@ -45,27 +46,24 @@ Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<i
     return int(std::lower_bound(t.layers.begin(), t.layers.end(), layer) - t.layers.begin());
   };
   const size_t M = moe_layers.empty() ? size_t(max_moe_layers) : moe_layers.size();
+  // The step being gathered: the prefill block, or a decode step of up to
+  // `verify_block` positions; per layer, the union of its positions' experts.
   std::vector<std::set<int>> block(M);
-  bool in_block = false;
+  bool in_block = false, block_prefill = false;
   int block_first = 0, block_tokens = 0;
   auto flush_block = [&] {
     if (!in_block) return;
-    RouteStep s{block_first, block_tokens, true, {}};
+    RouteStep s{block_first, block_tokens, block_prefill, {}};
     for (auto& b : block) s.experts.emplace_back(b.begin(), b.end()), b.clear();
     t.steps.push_back(std::move(s));
     in_block = false;
   };
   for (const auto& [pos, by_layer] : routes) {
-    if (pos < prompt_tokens) {
-      if (!in_block) block_first = pos, block_tokens = 0, in_block = true;
-      block_tokens++;
-      for (const auto& [layer, ex] : by_layer) block[moe_index(layer)].insert(ex.begin(), ex.end());
-      continue;
-    }
-    flush_block();
-    RouteStep s{pos, 1, false, std::vector<std::vector<int>>(M)};
-    for (const auto& [layer, ex] : by_layer) s.experts[moe_index(layer)].assign(ex.begin(), ex.end());
-    t.steps.push_back(std::move(s));
+    const bool prefill = pos < prompt_tokens;
+    if (in_block && (prefill != block_prefill || (!prefill && block_tokens == verify_block))) flush_block();
+    if (!in_block) block_first = pos, block_tokens = 0, block_prefill = prefill, in_block = true;
+    block_tokens++;
+    for (const auto& [layer, ex] : by_layer) block[moe_index(layer)].insert(ex.begin(), ex.end());
   }
   flush_block();
   return t;

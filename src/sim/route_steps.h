@@ -3,7 +3,10 @@
 // (and, with prefetch, guess lines {"pos":P,"layer":L,"rows":T,"guess":[...]},
 // skipped here; src/sim/trace_stats.h reads them).
 // Positions before `prompt_tokens` form one prefill block (per layer, the
-// union of their experts, read once); every later position is one decode step.
+// union of their experts, read once); later positions are decode steps of
+// `verify_block` consecutive positions each (1: one token a step; K: a
+// drafting verify block of K rows that all pass, whose per-layer union is read
+// once), the last one possibly shorter.
 #pragma once
 #include <string>
 #include <vector>
@@ -29,6 +32,6 @@ struct RouteTrace {
 // the trace names, at most `max_moe_layers` of them. Expert ids must be below
 // `experts`. Errors name the file and line.
 Result<RouteTrace> read_route_steps(const std::string& path, const std::vector<int>& moe_layers, int max_moe_layers,
-                                    int experts, int prompt_tokens);
+                                    int experts, int prompt_tokens, int verify_block = 1);
 
 }  // namespace deltafin::sim

@@ -8,7 +8,7 @@
 namespace deltafin::sim {
 
 double SimReport::per_token_s() const {
-  if (decode_steps > 0) return decode_s / decode_steps;
+  if (decode_tokens > 0) return decode_s / decode_tokens;
   return tokens > 0 ? total_s / tokens : 0;
 }
 
@@ -58,7 +58,7 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
     if (step.prefill)
       rep.prefill_s += dt, rep.prefill_tokens += step.tokens;
     else
-      rep.decode_s += dt, rep.decode_steps++;
+      rep.decode_s += dt, rep.decode_steps++, rep.decode_tokens += step.tokens;
   }
   if (tier) rep.ram_requests = tier->requests, rep.ram_hits = tier->hits;
   rep.total_s = ds.now();

@@ -34,12 +34,13 @@ struct StepTime {
 struct SimReport {
   std::vector<StepTime> steps;
   double total_s = 0, prefill_s = 0, decode_s = 0;
-  int tokens = 0, prefill_tokens = 0, decode_steps = 0;
+  int tokens = 0, prefill_tokens = 0, decode_steps = 0, decode_tokens = 0;
   uint64_t bytes = 0, reads = 0;  // expert reads (a split read counts once)
   uint64_t split_reads = 0;
   uint64_t ram_requests = 0, ram_hits = 0;  // with a RAM tier
   std::vector<SimDriveStats> drives;
-  // Mean seconds per decode token; total / tokens when there is no decode step.
+  // Mean seconds per decode token (a verify block's time spread over its rows);
+  // total / tokens when there is no decode step.
   double per_token_s() const;
 };
 

@@ -65,6 +65,22 @@ TEST(SimDrives, ToyTraceMatchesHandComputedTimes) {
   EXPECT_NEAR(c->per_token_s(), 42.25 * kMs, 1e-9);
 }
 
+TEST(SimDrives, AVerifyBlockReadsItsUnionOnceAndSpreadsItsTimeOverItsRows) {
+  // The toy trace's two tokens as one verify block of 2 rows: per layer the
+  // union ({0,1,2,3} and {0,1,2,3}: 8 reads instead of 4 + 2 + 1 + 2 = 9).
+  SimWorkload w = toy_workload();
+  w.steps = {RouteStep{0, 2, false, {{0, 1, 2, 3}, {0, 1, 2, 3}}}};
+  auto r = simulate(two_drives(100, 2), w);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->decode_steps, 1);
+  EXPECT_EQ(r->decode_tokens, 2);
+  EXPECT_EQ(r->bytes, 8'000'000u);
+  EXPECT_NEAR(r->per_token_s(), r->steps[0].seconds / 2, 1e-12);
+  // Layer 0 as in the toy trace (30.2 ms), layer 1 the same reads (30.2 ms):
+  // 60.4 ms for the block, 30.2 ms a row, against 40.25 ms a token unblocked.
+  EXPECT_NEAR(r->steps[0].seconds, 60.4 * kMs, 1e-9);
+}
+
 TEST(SimDrives, LatencyOverlapsAnotherRequestsTransfer) {
   // One drive, 100 MB/s, 100 us, QD 2; reads of 1, 3 and 1 MB submitted together.
   // 0.1 ms: r1 and r2 transfer at 50 MB/s each; r1 ends at 20.1 ms (r2 has 2 MB left).
@@ -257,6 +273,28 @@ TEST(SimDrives, TraceStepsAndPrefillBlock) {
   auto all_decode = read_route_steps(path.string(), {}, 2, 4, 0);
   ASSERT_TRUE(all_decode.ok());
   EXPECT_EQ(all_decode->steps.size(), 3u);
+
+  // Verify blocks of 2 rows: positions 0+1 read as one union, 2 alone (the last block is short).
+  auto blocks = read_route_steps(path.string(), {}, 2, 4, 0, 2);
+  ASSERT_TRUE(blocks.ok()) << blocks.message();
+  ASSERT_EQ(blocks->steps.size(), 2u);
+  EXPECT_FALSE(blocks->steps[0].prefill);
+  EXPECT_EQ(blocks->steps[0].tokens, 2);
+  EXPECT_EQ(blocks->steps[0].experts[0], (std::vector<int>{1, 2, 3}));  // {1,3} and {1,2}
+  EXPECT_EQ(blocks->steps[0].experts[1], (std::vector<int>{0, 2, 3}));  // {0,2} and {2,3}
+  EXPECT_EQ(blocks->steps[1].first_pos, 2);
+  EXPECT_EQ(blocks->steps[1].tokens, 1);
+  // After a prefill block of 1: one verify block of positions 1 and 2.
+  auto after_prompt = read_route_steps(path.string(), {}, 2, 4, 1, 2);
+  ASSERT_TRUE(after_prompt.ok()) << after_prompt.message();
+  ASSERT_EQ(after_prompt->steps.size(), 2u);
+  EXPECT_TRUE(after_prompt->steps[0].prefill);
+  EXPECT_EQ(after_prompt->steps[0].tokens, 1);
+  EXPECT_EQ(after_prompt->steps[1].first_pos, 1);
+  EXPECT_EQ(after_prompt->steps[1].tokens, 2);
+  EXPECT_EQ(after_prompt->steps[1].experts[0], (std::vector<int>{0, 1, 2}));  // {1,2} and {0,1}
+  EXPECT_EQ(after_prompt->steps[1].experts[1], (std::vector<int>{1, 2, 3}));  // {2,3} and {1}
+  EXPECT_FALSE(read_route_steps(path.string(), {}, 2, 4, 0, 0).ok());
 
   // Errors name the file and line.
   testing::write_file(dir.path() / "bad1", "{\"pos\":0,\"layer\":1,\"experts\":[9]}\n");
