@@ -42,8 +42,6 @@ class HubApi {
   Result<std::vector<RemoteFile>> list_files(const std::string& commit);
   std::string file_url(const std::string& commit, const std::string& path) const;
   const std::string& endpoint() const { return endpoint_; }
-  const RepoSpec& spec() const { return spec_; }
-  const std::string& token() const { return token_; }
 
  private:
   // A failed reply in words a user can act on (authentication, gated, missing revision).
