@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "kernels/activation.h"
 #include "kernels/matmul.h"
 #include "kernels/vec.h"
 
 namespace deltafin::ops {
 
 void situ_rows(const float* g, const float* u, size_t n, float beta, float linear_beta, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = situ(g[i], u[i], beta, linear_beta);
+  kernels::situ_rows(g, u, n, beta, linear_beta, out);
 }
 
 void rms_norm(const float* x, const float* w, size_t n, float eps, float* out) {

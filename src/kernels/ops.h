@@ -10,20 +10,9 @@ namespace deltafin::ops {
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float silu(float x) { return x * sigmoid(x); }
 
-// SiTU(g, u) = [b*tanh(g/b)*sigmoid(g)] * [lb*tanh(u/lb)], evaluated in the
-// elementwise order of K3's reference implementation (docs/ENGINE.md).
-inline float situ(float g, float u, float beta, float linear_beta) {
-  float t = g / beta;
-  t = std::tanh(t);
-  t = t * beta;
-  t = t * sigmoid(g);
-  float w = u / linear_beta;
-  w = std::tanh(w);
-  w = w * linear_beta;
-  return t * w;
-}
-
-// out[i] = situ(g[i], u[i]) for i < n (out may alias g).
+// out[i] = SiTU(g[i], u[i]) = [b*tanh(g/b)*sigmoid(g)] * [lb*tanh(u/lb)] for
+// i < n, in the elementwise order of K3's reference implementation, with the
+// model's own exp and tanh (kernels/activation.h). out may alias g.
 void situ_rows(const float* g, const float* u, size_t n, float beta, float linear_beta, float* out);
 
 // out = w ⊙ (x * rsqrt(mean(x²) + eps)); w == nullptr gives RMS0. out may alias x.

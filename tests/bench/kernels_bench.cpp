@@ -4,12 +4,14 @@
 // to the measured memory bandwidth.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/activation.h"
 #include "kernels/matmul.h"
 
 namespace {
@@ -109,5 +111,44 @@ void BM_dot_f32(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(2 * n * sizeof(float)));
 }
 BENCHMARK(BM_dot_f32)->Arg(128)->Arg(7168);
+
+// SiTU over one routed expert's intermediate (K3: 3072 per row) for 16 rows:
+// the kernel, and the libm loop it replaced (glibc's tanhf and expf), for the
+// ratio quoted in docs/KERNELS.md. items_per_second counts elements.
+std::vector<float> situ_inputs(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
+void BM_situ(benchmark::State& state) {
+  const size_t n = 3072 * 16;
+  const auto g = situ_inputs(n, 1, 3.0f), u = situ_inputs(n, 2, 3.0f);
+  std::vector<float> out(n);
+  for (auto _ : state) {
+    kernels::situ_rows(g.data(), u.data(), n, 4.0f, 25.0f, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(n));
+}
+BENCHMARK(BM_situ);
+
+void BM_situ_libm(benchmark::State& state) {
+  const size_t n = 3072 * 16;
+  const auto g = situ_inputs(n, 1, 3.0f), u = situ_inputs(n, 2, 3.0f);
+  std::vector<float> out(n);
+  const float beta = 4.0f, lb = 25.0f;
+  for (auto _ : state) {
+    for (size_t i = 0; i < n; ++i) {
+      const float t = std::tanh(g[i] / beta) * beta * (1.0f / (1.0f + std::exp(-g[i])));
+      out[i] = t * (std::tanh(u[i] / lb) * lb);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(n));
+}
+BENCHMARK(BM_situ_libm);
 
 }  // namespace
