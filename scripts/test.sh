@@ -32,5 +32,5 @@ fi
 
 # The read engine's concurrency tests under ThreadSanitizer.
 if [[ "${1:-}" != "--no-sanitizers" && -f scripts/test_tsan.sh ]]; then
-  bash scripts/test_tsan.sh
+  bash scripts/test_tsan.sh build-tsan build-test/deltafin
 fi
