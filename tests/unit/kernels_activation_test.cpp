@@ -3,6 +3,7 @@
 // and SiTU gives an element the same bits wherever it sits in a batch.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,17 +16,8 @@
 namespace deltafin::kernels {
 namespace {
 
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-
-uint32_t bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
+float from_bits(uint32_t b) { return std::bit_cast<float>(b); }
+uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 
 float exp1(float x) {
   float y;

@@ -4,11 +4,11 @@
 // whose value lies within a double ulp of a rounding boundary). Prints, per
 // function, how many finite inputs differ from it and the largest distance.
 // Usage: deltafin_activation_sweep [STRIDE]   (1, the default: all 2^32 inputs)
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "kernels/activation.h"
@@ -55,9 +55,7 @@ int main(int argc, char** argv) {
     x.clear();
   };
   for (uint64_t b = 0; b < (uint64_t(1) << 32); b += stride) {
-    float f;
-    const uint32_t u = uint32_t(b);
-    std::memcpy(&f, &u, 4);
+    const float f = std::bit_cast<float>(uint32_t(b));
     if (!std::isfinite(f)) continue;
     x.push_back(f);
     if (x.size() == block) flush();
