@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "hub/expert_fetcher.h"
 #include "cli/prompt_input.h"
 #include "generate/greedy.h"
 #include "model/model.h"
@@ -39,7 +40,9 @@ double median(std::vector<double> v) {
 int run(const Options& o) {
   StoreModel sm;
   if (!o.store.store.empty()) {
-    auto r = open_store_model(o.store, o.threads);
+    StoreRunOptions so = o.store;
+    so.remote = hub::open_expert_fetcher;  // a streamed store fetches experts on first use
+    auto r = open_store_model(so, o.threads);
     if (!r.ok()) return fail(r.message());
     sm = std::move(r.value());
   } else {

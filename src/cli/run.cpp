@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/run_record.h"
+#include "hub/expert_fetcher.h"
 #include "cli/command.h"
 #include "cli/prompt_input.h"
 #include "generate/drafter_open.h"
@@ -177,6 +178,7 @@ int run(const RunOptions& o) {
     for (const auto& w : sm.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::fprintf(stderr, "%s\n", sm.spine_line.c_str());
     if (!sm.tier_line.empty()) std::fprintf(stderr, "%s\n", sm.tier_line.c_str());
+    if (!sm.stream_line.empty()) std::fprintf(stderr, "%s\n", sm.stream_line.c_str());
   } else {
     if (o.model_dir.empty()) return fail("give --model DIR or --store STORE");
     auto model_or = Model::open(o.model_dir, o.threads);
@@ -327,6 +329,7 @@ void setup(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Generate from a prompt (greedy, or seeded sampling)");
   auto* model_opt = cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)");
   model_opt->excludes(add_store_run_options(cmd, o->store));
+  o->store.remote = hub::open_expert_fetcher;  // a streamed store fetches experts on first use
   add_prompt_options(cmd, o->prompt);
   cmd->add_option("--max-new", o->max_new, "Tokens to generate")->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--threads", o->threads, "Compute threads")->check(CLI::Range(1, 1024));

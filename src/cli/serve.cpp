@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/command.h"
+#include "hub/expert_fetcher.h"
 #include "generate/drafter_open.h"
 #include "model/model.h"
 #include "server/engine.h"
@@ -61,6 +62,7 @@ int serve(ServeOptions& o) {
     for (const auto& w : sm->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::fprintf(stderr, "%s\n", sm->spine_line.c_str());
     if (!sm->tier_line.empty()) std::fprintf(stderr, "%s\n", sm->tier_line.c_str());
+    if (!sm->stream_line.empty()) std::fprintf(stderr, "%s\n", sm->stream_line.c_str());
     if (sm->source) source_dir = sm->source->manifest().source_dir;
     store_source = sm->source;
     model = std::move(sm->model);
@@ -107,6 +109,7 @@ void setup(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (docs/SERVER.md)");
   auto* model = cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)");
   auto* store = add_store_run_options(cmd, o->store);
+  o->store.remote = hub::open_expert_fetcher;  // a streamed store fetches experts on first use
   model->excludes(store);
   cmd->add_option("--host", o->server.host, "Address to bind; non-loopback needs --api-key")->capture_default_str();
   cmd->add_option("--port", o->server.port, "TCP port (0: any free port, printed at start)")

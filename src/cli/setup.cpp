@@ -1,5 +1,6 @@
 // `deltafin setup --repo ORG/NAME[@REVISION] --out STORE --drive DIR [--drive ...]
-//   [--endpoint URL] [--token-file F] [prepare's options]`, or `--from DIR`.
+//   [--endpoint URL] [--token-file F] [--stream] [prepare's options]`, or `--from DIR`;
+//   `deltafin setup --resume --out STORE` completes a streamed store.
 #include "cli/command.h"
 #include "hub/setup.h"
 
@@ -16,12 +17,19 @@ void setup(CLI::App& root) {
   cmd->add_option("--endpoint", o->endpoint, "The Hub or a mirror serving its paths")->capture_default_str();
   cmd->add_option("--token-file", o->token_file, "File holding an access token (sent as a Bearer token)");
   cmd->add_option("--out", o->prepare.out_dir, "Store directory (created; an interrupted setup resumes)")->required();
-  cmd->add_option("--drive", o->prepare.drives, "Drive root for expert packs, DIR or DIR:MBPS (repeatable)")->required();
+  cmd->add_option("--drive", o->prepare.drives, "Drive root for expert packs, DIR or DIR:MBPS (repeatable; required but "
+                  "with --resume)");
   cmd->add_option("--replicate-hot", o->prepare.replicate_hot, "Replicate this many experts (or 'all') on a second drive");
   cmd->add_option("--replicas-from", o->prepare.replicas_from, "Route trace or heat file ranking experts by heat");
   cmd->add_option("--spine", o->prepare.spine, "Spine precision: bf16 (default, weight-exact) | int8 (row-int8, lossy)");
   cmd->add_option("--connections", o->connections, "Range requests in flight per file")->capture_default_str();
   cmd->add_option("--chunk-mb", o->chunk_mb, "MiB per Range request (the unit of resume)")->capture_default_str();
+  cmd->add_flag("--stream", o->stream,
+                "Install the spine and the manifest only; run and serve fetch each expert on its first use "
+                "(setup --resume completes the store)");
+  cmd->add_flag("--resume", o->resume,
+                "Complete a store made with --stream: download and verify every shard, check the experts fetched "
+                "so far, write the rest (takes only --out; may run while the store is in use)");
   cmd->add_flag("--keep-checkpoint", o->keep_checkpoint, "Keep the downloaded checkpoint in STORE/.setup/checkpoint");
   cmd->add_flag("--no-space-check", [o](int64_t) { o->space_check = false; }, "Skip the up-front disk-space check");
   cmd->add_option("--pause-ms", o->prepare.pause_ms, "Test aid: sleep after each file and unit of work")->group("");

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fd_closer.h"
 #include "io/checksum.h"
 #include "store/fs_util.h"
 
@@ -153,10 +154,7 @@ Status download_file(const std::string& url, const RemoteFile& f, const Download
     if (std::find(done.begin(), done.end(), 1) == done.end()) fs::remove(t.record, ec);
     const int fd = ::open(t.data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return error("{}: cannot open: {}", t.data, std::strerror(errno));
-    struct FdCloser {
-      int fd;
-      ~FdCloser() { ::close(fd); }
-    } closer{fd};
+    FdCloser closer(fd);
     struct stat st {};
     if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size)
       if (::ftruncate(fd, off_t(f.size)) != 0)

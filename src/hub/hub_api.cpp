@@ -1,8 +1,11 @@
 #include "hub/hub_api.h"
 
+#include <cctype>
 #include <set>
 
 #include <nlohmann/json.hpp>
+
+#include "core/files.h"
 
 namespace deltafin::hub {
 
@@ -153,6 +156,18 @@ Result<std::vector<RemoteFile>> HubApi::list_files(const std::string& commit) {
     if (!url.empty() && url.front() == '/') url = endpoint_ + url;
   }
   return all;
+}
+
+Result<std::string> read_token_file(const std::string& path) {
+  if (path.empty()) return std::string();
+  DF_ASSIGN(std::string t, read_file(path));
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(t.begin());
+  if (t.empty()) return error("--token-file {}: is empty", path);
+  for (char c : t)
+    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)))
+      return error("--token-file {}: the token has a space or control character inside", path);
+  return t;
 }
 
 std::string HubApi::file_url(const std::string& commit, const std::string& path) const {

@@ -33,6 +33,9 @@ struct RemoteFile {
 // checked: relative, no "..", no empty part). Errors name the entry.
 Result<std::vector<RemoteFile>> parse_tree_listing(const std::string& json_text);
 
+// The access token in `path` (trimmed; "" for an empty path); errors name the file.
+Result<std::string> read_token_file(const std::string& path);
+
 class HubApi {
  public:
   HubApi(std::string endpoint, RepoSpec spec, std::string token);

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fd_closer.h"
 #include "hub/download.h"
 #include "hub/hub_api.h"
 #include "io/checksum.h"
@@ -38,18 +39,6 @@ void say(const SetupOptions& o, const std::string& line) {
 }
 
 std::string gb(uint64_t b) { return fmt::format("{:.2f} GB", double(b) / 1e9); }
-
-Result<std::string> read_token(const std::string& path) {
-  if (path.empty()) return std::string();
-  DF_ASSIGN(std::string t, read_file(path));
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(t.begin());
-  if (t.empty()) return error("--token-file {}: is empty", path);
-  for (char c : t)
-    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)))
-      return error("--token-file {}: the token has a space or control character inside", path);
-  return t;
-}
 
 uint64_t le64(const std::string& b) {
   uint64_t v = 0;
@@ -75,10 +64,7 @@ Result<std::string> remote_header(HttpClient& http, const std::string& url, uint
 Result<std::string> local_header(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return error("{}: cannot open: {}", path, std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+  FdCloser closer(fd);
   std::string n(8, '\0');
   if (::pread(fd, n.data(), 8, 0) != 8) return error("{}: too short for a safetensors file", path);
   const uint64_t hlen = le64(n);
@@ -262,6 +248,47 @@ class StreamedShards : public ShardSource {
     return {};
   }
 
+  // A streamed store's spine: only its tensors' bytes, by Range, into the
+  // placeholder (near ranges merged into one request).
+  Status ensure_ranges(const std::string& shard_path, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) override {
+    DF_ASSIGN(const RemoteFile* f, find(shard_path));
+    std::error_code ec;
+    if (fs::exists(state(*f, ".verified"), ec)) return {};
+    std::vector<std::pair<uint64_t, uint64_t>> rs;  // [begin, end)
+    for (const auto& [off, n] : ranges)
+      if (n) rs.push_back({off, off + n});
+    std::sort(rs.begin(), rs.end());
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto& r : rs) {
+      if (!merged.empty() && r.first <= merged.back().second + (1u << 20))
+        merged.back().second = std::max(merged.back().second, r.second);
+      else
+        merged.push_back(r);
+    }
+    const int fd = ::open(shard_path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return error("{}: cannot open: {}", shard_path, std::strerror(errno));
+    FdCloser closer(fd);
+    const std::string url = api_.file_url(commit_, f->path);
+    HttpClient http(d_.token);
+    uint64_t bytes = 0;
+    for (const auto& [b, e] : merged) {
+      uint64_t got = 0;
+      Status st;
+      for (int attempt = 1; attempt <= d_.retries + 1; ++attempt) {
+        st = http.get_range(url, b + got, e - b - got, fd, &got, [&](uint64_t n) { bytes += n; });
+        if (st.ok()) break;
+        const long code = http.last_status();
+        if (code >= 400 && code < 500 && code != 408 && code != 429) break;
+        if (d_.log) d_.log(fmt::format("{}: {}; retrying (attempt {} of {})", f->path, st.message(), attempt + 1, d_.retries + 1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(250 * attempt));
+      }
+      DF_TRY(st);
+    }
+    if (::fdatasync(fd) != 0) return error("{}: cannot sync: {}", shard_path, std::strerror(errno));
+    say(o_, fmt::format("{}: {} of spine tensors fetched by range ({} requests)", f->path, gb(bytes), merged.size()));
+    return {};
+  }
+
   Status release(const std::string& shard_path) override {
     DF_ASSIGN(const RemoteFile* f, find(shard_path));
     // Unmarked first: a hole is never taken for verified data.
@@ -333,20 +360,72 @@ Result<CheckpointSizes> sizes_from_header(const std::string& header_json, const 
   return s;
 }
 
+namespace {
+
+// `setup --resume --out STORE`: the streamed store's own records name the
+// repository, commit and drives; the rest is the streamed setup's path with
+// prepare completing the store in place (StreamMode::Fill).
+Status resume_store(const SetupOptions& o, const std::string& out) {
+  if (!o.repo.empty() || !o.from_dir.empty() || o.stream || o.keep_checkpoint || !o.prepare.drives.empty())
+    return error("--resume takes only --out (and --token-file, --connections, --chunk-mb): the streamed store "
+                 "records its repository and drives");
+  if (!fs::exists(fs::path(out) / kManifestName)) return error("{}: no manifest: not a store made by `setup --stream`", out);
+  DF_ASSIGN(Manifest m, Manifest::load(out));
+  if (!m.stream) {
+    say(o, fmt::format("{}: store is already complete (nothing to resume)", out));
+    return {};
+  }
+  const std::string source_rec = (fs::path(out) / ".setup" / "source.json").string();
+  auto text = read_file(source_rec);
+  if (!text.ok()) return text.status().with_context("the streamed store's setup record");
+  json src;
+  try {
+    src = json::parse(*text);
+  } catch (const std::exception&) {
+    return error("{}: unreadable", source_rec);
+  }
+  SetupOptions r = o;
+  r.resume = true;
+  r.space_check = false;  // the store is in place; only the shards in use add to it
+  r.endpoint = src.value("endpoint", "");
+  r.repo = src.value("repo", "") + "@" + src.value("revision", "main");
+  if (r.token_file.empty()) r.token_file = m.stream->token_file;
+  r.prepare.out_dir = out;
+  r.prepare.spine = m.spine_dtype;
+  r.prepare.replicate_hot.clear();
+  r.prepare.replicas_from.clear();
+  r.prepare.drives.clear();
+  for (const auto& d : m.drives) r.prepare.drives.push_back(fmt::format("{}:{}", d.root, d.rate_mb_s));
+  say(o, fmt::format("{}: completing the streamed store from {}/{}@{}", out, m.stream->endpoint, m.stream->repo,
+                     m.stream->commit));
+  return setup_store(r);
+}
+
+}  // namespace
+
 Status setup_store(const SetupOptions& o) {
+  std::error_code ec;
+  const std::string out = fs::absolute(o.prepare.out_dir, ec).lexically_normal().string();
+  const std::string staging = (fs::path(out) / ".setup").string();
+  if (o.resume && o.repo.empty()) return resume_store(o, out);
   if (o.repo.empty() == o.from_dir.empty()) return error("give exactly one of --repo ORG/NAME[@REVISION] and --from DIR");
   if (o.connections < 1 || o.connections > 64) return error("--connections {}: expected 1..64", o.connections);
   if (o.chunk_mb < 1 || o.chunk_mb > 4096) return error("--chunk-mb {}: expected 1..4096", o.chunk_mb);
   DF_TRY(parse_drive_args(o.prepare.drives).status());
-  std::error_code ec;
-  const std::string out = fs::absolute(o.prepare.out_dir, ec).lexically_normal().string();
-  const std::string staging = (fs::path(out) / ".setup").string();
-  if (fs::exists(fs::path(out) / kManifestName)) {
-    DF_TRY(Manifest::load(out).status());
+  if (!o.resume && fs::exists(fs::path(out) / kManifestName)) {
+    DF_ASSIGN(Manifest m, Manifest::load(out));
+    if (m.stream) {
+      say(o, fmt::format("{}: is a streamed store (its experts are fetched on first use); `deltafin setup --resume "
+                         "--out {}` completes it",
+                         out, out));
+      return {};
+    }
     if (!o.keep_checkpoint) fs::remove_all(staging, ec);  // left by a run killed after the manifest was written
     say(o, fmt::format("{}: store is already complete (remove it to set up again)", out));
     return {};
   }
+  if (o.stream && !o.from_dir.empty()) return error("--stream needs --repo: a local snapshot is prepared in place");
+  if (o.stream && o.keep_checkpoint) return error("--stream and --keep-checkpoint exclude each other");
 
   // A local snapshot: prepare it in place (nothing to download or delete).
   if (!o.from_dir.empty()) {
@@ -370,7 +449,7 @@ Status setup_store(const SetupOptions& o) {
   }
 
   DF_ASSIGN(RepoSpec spec, parse_repo_spec(o.repo));
-  DF_ASSIGN(std::string token, read_token(o.token_file));
+  DF_ASSIGN(std::string token, read_token_file(o.token_file));
   HubApi api(o.endpoint, spec, token);
   const std::string what = fmt::format("{} at {}", spec.repo, api.endpoint());
 
@@ -382,6 +461,8 @@ Status setup_store(const SetupOptions& o) {
   // freed after; --keep-checkpoint downloads the whole checkpoint first.
   const bool streamed = !o.keep_checkpoint;
   json source = {{"endpoint", api.endpoint()}, {"repo", spec.repo}, {"revision", spec.revision}, {"streamed", streamed}};
+  // --stream is recorded too (a --resume of it continues with the same record).
+  if (o.stream || o.resume) source["stream"] = true;
   std::string commit;
   if (auto prev = read_file(source_rec); prev.ok()) {
     json p;
@@ -393,7 +474,7 @@ Status setup_store(const SetupOptions& o) {
     commit = p.value("commit", "");
     p.erase("commit");
     if (p != source)
-      return error("{}: holds an interrupted setup of {} (rerun with the same --repo, --endpoint and "
+      return error("{}: holds an interrupted setup of {} (rerun with the same --repo, --endpoint, --stream and "
                    "--keep-checkpoint, or delete {})",
                    out, p.dump(), staging);
   }
@@ -513,7 +594,23 @@ Status setup_store(const SetupOptions& o) {
   p.source_label = fmt::format("{}/{}@{}", api.endpoint(), spec.repo, commit);
   p.known_sha256 = sha256;
   if (streamed) p.shards = &shards;
+  if (o.stream) {
+    p.stream_mode = StreamMode::Stream;
+    std::string token_file;
+    if (!o.token_file.empty()) token_file = fs::absolute(o.token_file).lexically_normal().string();
+    p.stream_source = StreamSource{api.endpoint(), spec.repo, commit, token_file};
+  } else if (o.resume) {
+    p.stream_mode = StreamMode::Fill;
+  }
   DF_TRY(prepare_store(p));
+  if (o.stream) {
+    // The placeholders' headers locate every expert for `run`; the records
+    // let `setup --resume` continue the same commit.
+    say(o, fmt::format("{}: ready to run; each expert is fetched from {} on its first use; `deltafin setup --resume "
+                       "--out {}` downloads and verifies the rest",
+                       out, api.endpoint(), out));
+    return {};
+  }
   if (!o.keep_checkpoint) {
     fs::remove_all(staging, ec);
     if (ec) return error("{}: cannot remove the downloaded checkpoint: {}", staging, ec.message());

@@ -22,6 +22,11 @@ struct SetupOptions {
   uint64_t chunk_mb = 32;
   bool keep_checkpoint = false;
   bool space_check = true;
+  // --stream: the spine, the manifest and sparse packs first; experts are
+  // fetched on first use (hub/expert_fetcher.h). --resume: complete such a
+  // store (every shard downloaded and verified, the fetched experts checked).
+  bool stream = false;
+  bool resume = false;
   PrepareOptions prepare;  // out_dir, drives, replicate_hot, spine, quiet, pause_ms
 };
 

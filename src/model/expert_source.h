@@ -45,6 +45,10 @@ struct ExpertSourceStats {
   // reads published into the tier, misses it did not admit, residents evicted.
   uint64_t ram_hits = 0, ram_misses = 0, ram_fills = 0, ram_bypassed = 0, ram_evictions = 0;
   uint64_t ram_slots = 0;
+  // A streamed store (store only): experts fetched over the network on first
+  // use, and the seconds begin() spent fetching them.
+  uint64_t streamed_experts = 0;
+  double streamed_seconds = 0;
 };
 
 class ExpertSource {

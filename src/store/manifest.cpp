@@ -80,7 +80,8 @@ std::string Manifest::to_json() const {
     json sums = json::array(), at = json::array();
     for (int e = 0; e < num_experts; ++e) {
       const ExpertEntry& x = experts[m * num_experts + e];
-      sums.push_back(x.xxh3.hex());
+      if (x.has_sum) sums.push_back(x.xxh3.hex());
+      else sums.push_back(nullptr);
       json pl = json::array();
       for (const auto& p : x.at) pl.push_back(json::array({p.drive, p.file, p.offset}));
       at.push_back(pl);
@@ -88,6 +89,9 @@ std::string Manifest::to_json() const {
     ex.push_back({{"layer", moe_layers[m]}, {"xxh3", sums}, {"at", at}});
   }
   j["experts"] = ex;
+  if (stream)
+    j["stream"] = {{"endpoint", stream->endpoint}, {"repo", stream->repo}, {"commit", stream->commit},
+                   {"token_file", stream->token_file}, {"headers", ".setup/checkpoint"}};
   std::string text = j.dump(1) + "\n";
   const std::string zeros = seal_field(std::string(32, '0'));
   const size_t at = text.find(zeros);
@@ -216,6 +220,13 @@ Result<Manifest> Manifest::parse_contents(const std::string& text, const std::st
       m.drives.push_back(std::move(de));
     }
     if (m.drives.empty()) return error("{}: no drives", where);
+    if (j.contains("stream")) {
+      const auto& st = j.at("stream");
+      m.stream = StreamSource{st.at("endpoint").get<std::string>(), st.at("repo").get<std::string>(),
+                              st.at("commit").get<std::string>(), st.at("token_file").get<std::string>()};
+      if (m.stream->endpoint.empty() || m.stream->repo.empty() || m.stream->commit.empty())
+        return error("{}: stream: endpoint, repo and commit must not be empty", where);
+    }
     const auto& ex = j.at("experts");
     if (!ex.is_array() || ex.size() != m.moe_layers.size())
       return error("{}: experts: {} layers listed, model.moe_layers has {}", where, ex.size(), m.moe_layers.size());
@@ -239,9 +250,17 @@ Result<Manifest> Manifest::parse_contents(const std::string& text, const std::st
                      layer, sums.size(), at.size(), m.num_experts);
       for (int e = 0; e < m.num_experts; ++e) {
         ExpertEntry x;
-        auto h = Hash128::from_hex(sums[e].get<std::string>());
-        if (!h.ok()) return error("{}: experts[{}].xxh3[{}] (layer {} expert {}): {}", where, li, e, layer, e, h.message());
-        x.xxh3 = *h;
+        if (sums[e].is_null()) {
+          // Only a streamed store has experts whose checksum is not known yet.
+          if (!m.stream)
+            return error("{}: experts[{}].xxh3[{}] (layer {} expert {}): null, and the store is not streamed", where,
+                         li, e, layer, e);
+          x.has_sum = false;
+        } else {
+          auto h = Hash128::from_hex(sums[e].get<std::string>());
+          if (!h.ok()) return error("{}: experts[{}].xxh3[{}] (layer {} expert {}): {}", where, li, e, layer, e, h.message());
+          x.xxh3 = *h;
+        }
         for (const auto& p : at[e]) {
           const size_t k = x.at.size();
           if (!p.is_array() || p.size() != 3)

@@ -7,6 +7,7 @@
 // edit or a damaged byte anywhere in it is refused before anything is read.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,8 +57,22 @@ struct Placement {
 };
 
 struct ExpertEntry {
-  Hash128 xxh3;                  // over expert_bytes payload bytes
+  Hash128 xxh3;                  // over expert_bytes payload bytes (when has_sum)
   std::vector<Placement> at;     // first = primary; the rest are replicas on other drives
+  // false only in a streamed store (Manifest::stream) for an expert whose
+  // bytes were not local when the manifest was written: its checksum is
+  // recorded when it is fetched (store/fetched_log.h). Written as null.
+  bool has_sum = true;
+};
+
+// A streamed store (`setup --stream`): its experts are fetched on first use
+// from this repository (and by `setup --resume`, which then writes the
+// manifest without this section). Shard headers, which locate every expert's
+// bytes, stay in STORE/.setup/checkpoint.
+struct StreamSource {
+  std::string endpoint, repo, commit;
+  std::string token_file;  // as given to setup (empty: none)
+  bool operator==(const StreamSource&) const = default;
 };
 
 struct Manifest {
@@ -75,6 +90,7 @@ struct Manifest {
   std::vector<int> moe_layers;   // model layer index of each MoE layer, ascending
   std::vector<DriveEntry> drives;
   std::vector<ExpertEntry> experts;  // [moe_index * num_experts + e]
+  std::optional<StreamSource> stream;  // set: a streamed store, not complete yet
 
   std::string pack_dir(int drive) const;  // <root>/deltafin-<store_id>
   std::string pack_path(int drive, size_t pack) const;  // pack_dir(drive)/<pack name>

@@ -10,6 +10,7 @@
 #include <future>
 #include <memory>
 
+#include "core/fd_closer.h"
 #include "store/fs_util.h"
 #include "store/manifest.h"
 
@@ -87,6 +88,41 @@ Result<std::vector<Hash128>> write_pack(const std::string& path, int moe_index, 
   ::close(fd);
   if (!st.ok()) return st;
   DF_TRY(rename_durable(tmp, path));
+  return sums;
+}
+
+Status create_sparse_pack(const std::string& path, uint64_t bytes) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return error("{}: cannot create: {}", tmp, std::strerror(errno));
+  const bool ok = ::ftruncate(fd, off_t(bytes)) == 0 && ::fsync(fd) == 0;
+  const int e = errno;
+  ::close(fd);
+  if (!ok) return error("{}: cannot size to {} bytes: {}", tmp, bytes, std::strerror(e));
+  return rename_durable(tmp, path);
+}
+
+Result<std::vector<Hash128>> fill_pack_in_place(const std::string& path, int moe_index, const std::vector<int>& experts,
+                                                const ExpertPayloads& src, uint64_t span, Progress& prog) {
+  const uint64_t payload = src.expert_bytes();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return error("{}: cannot open: {}", path, std::strerror(errno));
+  FdCloser closer(fd);
+  std::vector<uint8_t> buf(span, 0);
+  std::vector<Hash128> sums(experts.size());
+  for (size_t i = 0; i < experts.size(); ++i) {
+    DF_TRY(src.fill(moe_index, experts[i], std::span<uint8_t>(buf).first(payload)));
+    sums[i] = xxh3_128(std::span<const uint8_t>(buf).first(payload));
+    uint64_t put = 0;
+    while (put < span) {
+      const ssize_t w = ::pwrite(fd, buf.data() + put, span - put, off_t(i * span + put));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return error("{}: write failed at offset {}: {}", path, i * span + put, std::strerror(errno));
+      put += uint64_t(w);
+    }
+    prog.add(span);
+  }
+  if (::fdatasync(fd) != 0) return error("{}: fdatasync failed: {}", path, std::strerror(errno));
   return sums;
 }
 

@@ -20,4 +20,15 @@ namespace deltafin {
 Result<std::vector<Hash128>> write_pack(const std::string& path, int moe_index, const std::vector<int>& experts,
                                         const ExpertPayloads& src, uint64_t span, Progress& prog);
 
+// A streamed store's pack (`setup --stream`): PATH sized to `bytes` and
+// sparse (every span a hole until its expert is fetched), written under
+// PATH.tmp and renamed like a full pack.
+Status create_sparse_pack(const std::string& path, uint64_t bytes);
+
+// `setup --resume` completing a streamed store: writes the listed experts'
+// spans into the existing pack PATH in place (a running `run` may have it
+// open), then syncs it. Returns each payload's checksum, in list order.
+Result<std::vector<Hash128>> fill_pack_in_place(const std::string& path, int moe_index, const std::vector<int>& experts,
+                                                const ExpertPayloads& src, uint64_t span, Progress& prog);
+
 }  // namespace deltafin

@@ -21,6 +21,7 @@
 #include "model/weights.h"
 #include "store/fs_util.h"
 #include "store/expert_payloads.h"
+#include "store/fetched_log.h"
 #include "store/manifest.h"
 #include "store/pack_writer.h"
 #include "store/placement.h"
@@ -118,6 +119,46 @@ std::string option_differences(const json& before, const json& now) {
     if (a != b) out += fmt::format("{}{}: {} before, {} now", out.empty() ? "" : "; ", k, a.dump(), b.dump());
   }
   return out;
+}
+
+// A streamed store's placements as a plan (setup --resume keeps them): the
+// packs of each drive by name, their experts in offset order.
+Result<PlacementPlan> plan_of_manifest(const Manifest& m, const std::vector<std::string>& roots, uint64_t span) {
+  const size_t D = m.drives.size(), M = m.moe_layers.size(), E = size_t(m.num_experts);
+  if (D != roots.size()) return error("the streamed store has {} drives, {} given", D, roots.size());
+  for (size_t d = 0; d < D; ++d)
+    if (m.drives[d].root != roots[d]) return error("drive {}: the streamed store has {}, {} given", d, m.drives[d].root, roots[d]);
+  if (m.span_bytes != span) return error("the streamed store's spans are {} bytes, the checkpoint's {}", m.span_bytes, span);
+  std::vector<std::vector<int>> layer_of(D);  // [drive][pack] -> MoE index
+  for (size_t d = 0; d < D; ++d)
+    for (const auto& p : m.drives[d].packs) {
+      int mi = -1;
+      for (size_t k = 0; k < M; ++k)
+        if (p.name == fmt::format("layer-{:03d}.pack", m.moe_layers[k])) mi = int(k);
+      if (mi < 0) return error("drive {}: pack {} is not named for an MoE layer", d, p.name);
+      layer_of[d].push_back(mi);
+    }
+  PlacementPlan plan;
+  plan.files.assign(D, std::vector<std::vector<int>>(M));
+  plan.copies.assign(M * E, {});
+  std::vector<std::vector<std::vector<std::pair<uint64_t, int>>>> at(D, std::vector<std::vector<std::pair<uint64_t, int>>>(M));
+  for (size_t idx = 0; idx < M * E; ++idx)
+    for (const Placement& pl : m.experts[idx].at) {
+      const int mi = layer_of[size_t(pl.drive)][size_t(pl.file)];
+      if (size_t(mi) != idx / E) return error("expert {} of MoE layer {} is placed in another layer's pack", idx % E, idx / E);
+      at[size_t(pl.drive)][size_t(mi)].push_back({pl.offset, int(idx % E)});
+      plan.copies[idx].push_back(pl.drive);
+    }
+  for (size_t d = 0; d < D; ++d)
+    for (size_t mi = 0; mi < M; ++mi) {
+      auto& v = at[d][mi];
+      std::sort(v.begin(), v.end());
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i].first != i * span) return error("drive {} MoE layer {}: spans are not back to back", d, mi);
+        plan.files[d][mi].push_back(v[i].second);
+      }
+    }
+  return plan;
 }
 
 }  // namespace
@@ -235,6 +276,8 @@ Status prepare_store(const PrepareOptions& o) {
   auto format_or = spine_format_from_name(o.spine);
   if (!format_or.ok()) return error("--spine '{}': expected bf16 or int8 (row-int8, lossy)", o.spine);
   const SpineFormat spine_format = *format_or;
+  if (o.stream_mode == StreamMode::Stream && (!o.stream_source || !o.shards))
+    return error("a streamed store needs its source repository and shards (it is made by `deltafin setup --stream`)");
   DF_TRY(check_prepare_paths(o));
   DF_ASSIGN(auto drive_args, parse_drive_args(o.drives));
   std::vector<std::string> roots;
@@ -269,8 +312,16 @@ Status prepare_store(const PrepareOptions& o) {
   fs::create_directories(out, ec);
   if (ec) return error("{}: cannot create: {}", out, ec.message());
   const std::string prep = (fs::path(out) / ".prepare").string();
+  const bool stream = o.stream_mode == StreamMode::Stream, fill = o.stream_mode == StreamMode::Fill;
+  std::optional<Manifest> streamed;  // fill: the streamed store being completed
+  if (fill && !fs::exists(fs::path(out) / kManifestName)) return error("{}: no manifest: not a streamed store", out);
   if (fs::exists(fs::path(out) / kManifestName)) {
     DF_ASSIGN(Manifest old, Manifest::load(out));
+    if (fill && old.stream) {
+      streamed = std::move(old);
+    }
+  }
+  if (!streamed && fs::exists(fs::path(out) / kManifestName)) {
     std::error_code e2;
     fs::remove_all(prep, e2);  // left over from a run killed after the manifest was written
     if (!o.quiet) std::fprintf(stderr, "%s: store is already complete (remove it to prepare again)\n", out.c_str());
@@ -301,7 +352,8 @@ Status prepare_store(const PrepareOptions& o) {
   DF_ASSIGN(std::vector<SourceFile> identity, source_identity(o.model_dir, u, o.quiet, o.known_sha256));
   json idj = json::array();
   for (const auto& f : identity) idj.push_back({f.name, f.size, f.sha256});
-  const std::string store_id = sha256_hex(idj.dump() + "\n" + out).substr(0, 16);
+  // A streamed store keeps its id (the packs' directory is named for it).
+  const std::string store_id = streamed ? streamed->store_id : sha256_hex(idj.dump() + "\n" + out).substr(0, 16);
 
   // Drive rates: given, or a short O_DIRECT probe in each root. Roots on one
   // file system share one device's bandwidth: probed once, weighted equally
@@ -342,6 +394,9 @@ Status prepare_store(const PrepareOptions& o) {
   // Which experts get a replica.
   const uint64_t total_experts = uint64_t(M) * E;
   DF_ASSIGN(PlacementPlan plan, plan_placement(M, E, span, rates, sel.hot, sel.replicas));
+  if (streamed) {
+    DF_ASSIGN(plan, plan_of_manifest(*streamed, roots, span));
+  }
 
   // The units of work: one spine file per group and one pack per (drive, MoE
   // layer), done in layer order (the embedding, then each layer's spine file
@@ -350,8 +405,9 @@ Status prepare_store(const PrepareOptions& o) {
   const std::vector<SpineGroup> groups = spine_groups(*ck);
   uint64_t total = 0;
   for (const auto& g : groups) total += g.bytes();
-  for (const auto& per_drive : plan.files)
-    for (const auto& f : per_drive) total += f.size() * span;
+  if (!stream)  // a streamed store's packs are holes until used
+    for (const auto& per_drive : plan.files)
+      for (const auto& f : per_drive) total += f.size() * span;
   Progress prog("writing store", total, o.quiet);
   const std::string spine_dir = (fs::path(out) / kSpineDirName).string();
   fs::create_directories(spine_dir, ec);
@@ -395,9 +451,10 @@ Status prepare_store(const PrepareOptions& o) {
       w.drive = int(d), w.m = m, w.key = 2L * moe_layers[m] + 1;
       const std::string name = fmt::format("layer-{:03d}.pack", moe_layers[m]);
       w.path = (fs::path(man.pack_dir(int(d))) / name).string(), w.record = fmt::format("pack-{}-{}", d, name);
-      for (int e : plan.files[d][m])
-        for (const auto& f : payloads->files(m, e))
-          if (std::find(w.shards.begin(), w.shards.end(), f) == w.shards.end()) w.shards.push_back(f);
+      if (!stream)
+        for (int e : plan.files[d][m])
+          for (const auto& f : payloads->files(m, e))
+            if (std::find(w.shards.begin(), w.shards.end(), f) == w.shards.end()) w.shards.push_back(f);
       work.push_back(std::move(w));
     }
   std::stable_sort(work.begin(), work.end(), [](const Work& a, const Work& b) { return a.key < b.key; });
@@ -417,7 +474,9 @@ Status prepare_store(const PrepareOptions& o) {
     }
     const uint64_t size = plan.files[size_t(w.drive)][size_t(w.m)].size() * span;
     if (file_size_or_max(w.path) != size || rec->value("size", uint64_t(0)) != size) return false;
+    if (rec->value("streamed", false) != stream) return false;
     auto& sums = pack_sums[size_t(w.drive)][size_t(w.m)];
+    if (stream) return true;  // no sums: its experts are fetched on first use
     for (const auto& x : rec->at("sums")) {
       DF_ASSIGN(Hash128 h, Hash128::from_hex(x.get<std::string>()));
       sums.push_back(h);
@@ -425,7 +484,55 @@ Status prepare_store(const PrepareOptions& o) {
     prog.add(size);
     return true;
   };
+  std::unique_ptr<FetchedLog> fetched;  // fill: what the streamed store already fetched
+  size_t rewritten = 0;
+  if (fill) {
+    DF_ASSIGN(fetched, FetchedLog::open(out, M, E));
+  }
   auto run_unit = [&](const Work& w) -> Status {
+    if (w.group >= 0 && fill) {
+      // The spine a streamed setup fetched by ranges, now checked against
+      // the verified shards: rewritten to the side and compared.
+      const SpineGroup& g = groups[size_t(w.group)];
+      const std::string side = w.path + ".verify";
+      DF_TRY(write_spine_group(g, spine_format, side, &prog));
+      DF_ASSIGN(Hash128 h, xxh3_128_file(side));
+      const uint64_t size = file_size_or_max(side);
+      std::error_code e3;
+      fs::remove(side, e3);
+      const auto it = std::find_if(streamed->spine_files.begin(), streamed->spine_files.end(),
+                                   [&](const StoreFile& f) { return f.name == g.file; });
+      if (it == streamed->spine_files.end() || !(it->xxh3 == h) || it->size != size)
+        return error("{}: the spine file installed by `setup --stream` differs from the one the verified shards give "
+                     "(xxh3-128 {} installed, {} verified): the bytes fetched by range were not the published ones; "
+                     "install the model again without --stream",
+                     w.path, it == streamed->spine_files.end() ? "none" : it->xxh3.hex(), h.hex());
+      DF_TRY(u.save(w.record, {{"size", size}, {"xxh3", h.hex()}}));
+      spine_out[size_t(w.group)] = {g.file, size, h};
+      return {};
+    }
+    if (w.group < 0 && stream) {
+      const uint64_t size = uint64_t(plan.files[size_t(w.drive)][size_t(w.m)].size()) * span;
+      DF_TRY(create_sparse_pack(w.path, size));
+      return u.save(w.record, {{"size", size}, {"streamed", true}});
+    }
+    if (w.group < 0 && fill) {
+      const std::vector<int>& list = plan.files[size_t(w.drive)][size_t(w.m)];
+      DF_ASSIGN(std::vector<Hash128> sums, fill_pack_in_place(w.path, w.m, list, *payloads, span, prog));
+      json js = json::array();
+      for (size_t i = 0; i < list.size(); ++i) {
+        js.push_back(sums[i].hex());
+        if (auto h = fetched->lookup(w.m, list[i]); h && !(*h == sums[i])) {
+          ++rewritten;
+          std::fprintf(stderr, "warning: layer %d expert %d: the copy fetched on first use differed from the verified "
+                       "shard's bytes (xxh3-128 %s, verified %s); rewritten\n", moe_layers[size_t(w.m)], list[i],
+                       h->hex().c_str(), sums[i].hex().c_str());
+        }
+      }
+      DF_TRY(u.save(w.record, {{"size", uint64_t(list.size()) * span}, {"sums", js}}));
+      pack_sums[size_t(w.drive)][size_t(w.m)] = std::move(sums);
+      return {};
+    }
     if (w.group >= 0) {
       const SpineGroup& g = groups[size_t(w.group)];
       // A generated spine is already in pack layout: link it (BF16 only; int8 converts).
@@ -461,7 +568,17 @@ Status prepare_store(const PrepareOptions& o) {
     for (const auto& f : w->shards) ++readers[f];
   for (const Work* w : todo) {
     if (o.shards)
-      for (const auto& f : w->shards) DF_TRY(o.shards->ensure(f));
+      for (const auto& f : w->shards) {
+        if (stream && w->group >= 0) {
+          // Only the spine's own bytes of the shard (the rest is experts).
+          std::vector<std::pair<uint64_t, uint64_t>> ranges;
+          for (const TensorInfo* t : groups[size_t(w->group)].tensors)
+            if (*t->file == f) ranges.push_back({t->file_offset, t->nbytes});
+          DF_TRY(o.shards->ensure_ranges(f, ranges));
+        } else {
+          DF_TRY(o.shards->ensure(f));
+        }
+      }
     DF_TRY(run_unit(*w));
     if (o.shards)
       for (const auto& f : w->shards)
@@ -498,6 +615,7 @@ Status prepare_store(const PrepareOptions& o) {
   man.expert_bytes = expert_bytes;
   man.span_bytes = span;
   man.moe_layers = moe_layers;
+  if (stream) man.stream = o.stream_source;
   man.experts.assign(total_experts, {});
   std::vector<char> have_sum(total_experts, 0);
   for (size_t d = 0; d < roots.size(); ++d) {
@@ -506,7 +624,7 @@ Status prepare_store(const PrepareOptions& o) {
       if (list.empty()) continue;
       const std::string name = fmt::format("layer-{:03d}.pack", moe_layers[m]);
       const std::vector<Hash128>& sums = pack_sums[d][size_t(m)];
-      if (sums.size() != list.size())
+      if (!stream && sums.size() != list.size())
         return error("{}: record lists {} checksums for {} experts", u.record(fmt::format("pack-{}-{}", d, name)),
                      sums.size(), list.size());
       const int file = int(man.drives[d].packs.size());
@@ -514,6 +632,11 @@ Status prepare_store(const PrepareOptions& o) {
       for (size_t i = 0; i < list.size(); ++i) {
         ExpertEntry& x = man.experts[size_t(m) * E + list[i]];
         const size_t idx = size_t(m) * E + list[i];
+        if (stream) {
+          x.has_sum = false;
+          x.at.push_back({int(d), file, i * span});
+          continue;
+        }
         if (have_sum[idx] && !(x.xxh3 == sums[i]))
           return error("layer {} expert {}: copies differ between drives (a source file changed during prepare?)", moe_layers[m], list[i]);
         x.xxh3 = sums[i], have_sum[idx] = 1;
@@ -533,6 +656,12 @@ Status prepare_store(const PrepareOptions& o) {
   DF_TRY(Manifest::parse(text, "new manifest").status());
   DF_TRY(write_file_atomic((fs::path(out) / kManifestName).string(), text));
   fs::remove_all(prep, ec);
+  if (fill) {
+    fs::remove_all(fs::path(out) / kStreamDirName, ec);  // every expert now has its checksum in the manifest
+    if (!o.quiet && rewritten)
+      std::fprintf(stderr, "%zu experts fetched on first use differed from the verified shards and were rewritten\n",
+                   rewritten);
+  }
   DF_TRY(fsync_path(out));
   if (!o.quiet) {
     uint64_t copies = 0;

@@ -5,11 +5,14 @@
 // a rerun with the same options skips recorded work; the manifest is written
 // last, so a store is complete or refused.
 #pragma once
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "store/manifest.h"
 
 namespace deltafin {
 
@@ -21,8 +24,22 @@ class ShardSource {
  public:
   virtual ~ShardSource() = default;
   virtual Status ensure(const std::string& shard_path) = 0;   // downloaded and verified
+  // Only these byte ranges [offset, offset + bytes) of the shard, fetched as
+  // they are (a streamed store's spine: trusted on first use, verified by
+  // `setup --resume`). Default: the whole shard.
+  virtual Status ensure_ranges(const std::string& shard_path,
+                               const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    (void)ranges;
+    return ensure(shard_path);
+  }
   virtual Status release(const std::string& shard_path) = 0;  // its data no longer needed
 };
+
+// A streamed store (`setup --stream`): Stream writes the spine and sparse
+// packs and a manifest with a `stream` section and no expert checksums; Fill
+// (`setup --resume`) completes such a store in place from verified shards,
+// keeping its placements, and writes the manifest without `stream`.
+enum class StreamMode { None, Stream, Fill };
 
 struct PrepareOptions {
   std::string model_dir, out_dir;
@@ -37,6 +54,8 @@ struct PrepareOptions {
   std::string source_label;
   std::map<std::string, std::string> known_sha256;
   ShardSource* shards = nullptr;  // streamed setup (null: every shard is local)
+  StreamMode stream_mode = StreamMode::None;
+  std::optional<StreamSource> stream_source;  // Stream: the manifest's `stream` section
   bool quiet = false;
 };
 

@@ -105,8 +105,28 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
                                       o.ram_experts_gb, ro.ram_tier_bytes, man.span_bytes));
     ro.ram_tier_bytes = 0;
   }
+  if (man.stream) {
+    ro.store_dir = o.store;
+    if (o.remote) {
+      DF_ASSIGN(ro.remote, o.remote(man, o.store));
+    }
+  }
   DF_ASSIGN(auto src, StoreExpertSource::open(man, cfg, ro, &sm.warnings));
   sm.source = src.get();
+  if (const FetchedLog* f = sm.source->fetched()) {
+    const size_t all = man.experts.size();
+    size_t local = 0;
+    for (size_t mi = 0; mi < man.moe_layers.size(); ++mi)
+      for (int e = 0; e < man.num_experts; ++e) local += sm.source->local(int(mi), e);
+    sm.stream_line = fmt::format(
+        "store: streamed, {} of {} experts local; {}; an expert fetched on first use is checked against the "
+        "xxh3-128 recorded when it was fetched, not yet against its shard's SHA-256 (`deltafin setup --resume --out "
+        "{}` completes the store and verifies it){}",
+        local, all,
+        ro.remote ? "the others are fetched " + ro.remote->describe() + " when first routed"
+                  : "the others cannot be fetched (offline)",
+        o.store, f->skipped() ? fmt::format("; {} damaged records in {} ignored", f->skipped(), f->path()) : "");
+  }
   std::unique_ptr<ExpertSource> experts = std::move(src);
   DF_ASSIGN(sm.model, Model::open_with(std::move(spine), std::move(experts), threads));
   sm.model->set_prefetch(o.prefetch);

@@ -1,6 +1,7 @@
 // What `run` (and later `serve` / `bench`) needs to use a store: its CLI
 // options, opening the model from it, and the --stats lines.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct StoreRunOptions {
   bool heat = true;  // read STORE/heat.json for the tier's warm start, and add this run's counts to it
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
+  // Opens the fetcher of a streamed store (set by the commands, which link
+  // the HTTP client: hub/expert_fetcher.h); unset, a streamed store runs
+  // offline on the experts already local.
+  std::function<Result<std::shared_ptr<RemoteExperts>>(const Manifest&, const std::string& store_dir)> remote;
 };
 
 // Adds --store, --verify, --io, --direct, --queue-depth, --prefetch, --prefetch-depth, --arena-mib,
@@ -54,6 +59,7 @@ struct StoreModel {
   std::vector<std::string> warnings;
   std::string spine_line;  // "store: spine row-int8 (lossy) ..." for the startup output
   std::string tier_line;   // "store: ram tier ..." (with --ram-experts-gb), else empty
+  std::string stream_line;  // "store: streamed ..." for a streamed store, else empty
   SpineCheck spine_check;  // the load-time verification of the spine files (hashed unless --verify off)
 };
 

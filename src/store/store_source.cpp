@@ -60,6 +60,10 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
         return error("layer {} expert {}: no readable copy: {}", m.moe_layers[mi], e, why[p.drive][p.file]);
       }
     }
+  if (m.stream) {
+    DF_ASSIGN(s->fetched_, FetchedLog::open(opts.store_dir, int(m.moe_layers.size()), m.num_experts));
+    s->remote_ = opts.remote;
+  }
   const size_t slots = arena_slots(m, opts.arena_bytes);
   // Prefetch may use at most half the slots: the rest stay for demand.
   s->arena_ = std::make_unique<io::AlignedArena>(m.span_bytes, slots, slots / 2);
@@ -113,6 +117,7 @@ void StoreExpertSource::prefetch(int layer, std::span<const int> experts) {
     for (const auto& sp : spec_) have = have || (sp.layer == layer && sp.expert == e);
     for (const auto& sp : issued) have = have || sp.expert == e;
     if (have) continue;
+    if (!local(mi, e)) continue;  // a guess never fetches: only what is routed is fetched
     auto req = request(layer, e);
     if (!req.ok()) continue;  // a hint only: begin() reports a bad expert
     const int key = mi * man_.num_experts + e;
@@ -141,15 +146,50 @@ std::vector<std::string> StoreExpertSource::drive_files(int drive) const {
   return out;
 }
 
+bool StoreExpertSource::local(int mi, int e) const {
+  if (mi < 0 || mi >= int(man_.moe_layers.size()) || e < 0 || e >= man_.num_experts) return false;
+  if (man_.experts[size_t(mi) * man_.num_experts + e].has_sum) return true;
+  return fetched_ && fetched_->lookup(mi, e).has_value();
+}
+
+Status StoreExpertSource::fetch_missing(int layer, std::span<const int> experts) {
+  const int mi = man_.moe_index(layer);
+  if (!fetched_ || mi < 0) return {};
+  std::vector<int> missing;
+  for (int e : experts)
+    if (!local(mi, e) && e >= 0 && e < man_.num_experts && std::find(missing.begin(), missing.end(), e) == missing.end())
+      missing.push_back(e);
+  if (missing.empty()) return {};
+  DF_TRY(fetched_->refresh());  // another process (setup --resume) may have fetched them
+  std::erase_if(missing, [&](int e) { return local(mi, e); });
+  if (missing.empty()) return {};
+  if (!remote_)
+    return error("layer {} expert {}: not local yet in this streamed store, and no source to fetch it from ({} of {} "
+                 "experts are local; `deltafin setup --resume --out STORE` completes the store)",
+                 layer, missing[0], fetched_->local_count(), man_.experts.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  DF_TRY(remote_->fetch(mi, missing, *fetched_));
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.streamed_experts += missing.size();
+  stats_.streamed_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {};
+}
+
 Result<io::ReadRequest> StoreExpertSource::request(int layer, int e) const {
   const ExpertEntry* x = man_.expert(layer, e);
   if (!x) return error("expert {} of layer {} is not in the store", e, layer);
+  Hash128 sum = x->xxh3;
+  if (!x->has_sum) {
+    auto h = fetched_ ? fetched_->lookup(man_.moe_index(layer), e) : std::nullopt;
+    if (!h) return error("layer {} expert {}: not local yet in this streamed store", layer, e);
+    sum = *h;
+  }
   io::ReadRequest r;
   for (const auto& p : x->at) r.replicas.push_back({file_ids_[p.drive][p.file], p.offset});
   r.length = man_.expert_bytes;
   r.span = man_.span_bytes;
   r.has_checksum = true;
-  r.checksum = x->xxh3;
+  r.checksum = sum;
   r.label = fmt::format("layer {} expert {}", layer, e);
   return r;
 }
@@ -188,6 +228,9 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   if (experts.size() > arena_->max_slots())
     return error("layer {}: a union of {} experts exceeds the read arena ({} buffers)", layer, experts.size(),
                  arena_->max_slots());
+  // A streamed store fetches what is not local first (the tier holds only
+  // experts that were local when read, so it is never asked for these).
+  DF_TRY(fetch_missing(layer, experts));
   layer_ = layer;
   experts_.assign(experts.begin(), experts.end());
   out_ = out;

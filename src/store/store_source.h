@@ -16,8 +16,10 @@
 #include "io/aligned_arena.h"
 #include "io/read_engine.h"
 #include "model/expert_source.h"
+#include "store/fetched_log.h"
 #include "store/manifest.h"
 #include "store/ram_tier.h"
+#include "store/remote_experts.h"
 
 namespace deltafin {
 
@@ -31,6 +33,10 @@ struct StoreReadOptions {
   // Warm start: the tier's scores begin at each expert's mean requests per
   // run in this heat file (heat_file.h); nullptr: all start at 0.
   const HeatFile* tier_seed = nullptr;
+  std::string store_dir;  // a streamed store keeps its record of local experts there
+  // A streamed store (Manifest::stream): where experts that are not local
+  // come from (nullptr: offline, a missing expert is an error naming it).
+  std::shared_ptr<RemoteExperts> remote;
 };
 
 class StoreExpertSource : public ExpertSource {
@@ -67,6 +73,10 @@ class StoreExpertSource : public ExpertSource {
   const RamTier* tier() const { return tier_.get(); }
   // Requests of each expert (moe_index * experts + e) by begin() so far: the heat file's counts for this run.
   const std::vector<uint64_t>& uses() const { return uses_; }
+  // A streamed store's record of local experts (nullptr: a complete store).
+  const FetchedLog* fetched() const { return fetched_.get(); }
+  // The expert's bytes are in its pack (always, in a complete store).
+  bool local(int moe_index, int expert) const;
 
  private:
   StoreExpertSource() = default;
@@ -77,6 +87,10 @@ class StoreExpertSource : public ExpertSource {
   std::vector<std::vector<int>> file_ids_;  // [drive][pack] -> engine file id, -1 if unusable
   std::unique_ptr<RamTier> tier_;
   std::vector<uint64_t> uses_;
+  std::unique_ptr<FetchedLog> fetched_;     // streamed stores only
+  std::shared_ptr<RemoteExperts> remote_;  // streamed stores only; may be null (offline)
+  // Fetches the experts of `layer` among `experts` that are not local.
+  Status fetch_missing(int layer, std::span<const int> experts);
   // Drops the last begin()'s reads: cancels those still queued, waits for
   // the kernel to let go of their buffers, returns the buffers to the arena.
   void settle();

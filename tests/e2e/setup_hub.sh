@@ -5,7 +5,8 @@
 # a store whose logits are memcmp-identical to `prepare` from the same
 # checkpoint; then the faults: a connection dropped mid-shard, a byte flipped
 # in transit, 404 and 500, a token required, SIGKILL at random points, and a
-# disk too small (refused before a byte is downloaded).
+# disk too small (refused before a byte is downloaded); and --stream (run
+# before the experts are local, then setup --resume).
 # Usage: setup_hub.sh <deltafin-binary> <source-dir>
 set -euo pipefail
 BIN=$(realpath "$1")
@@ -166,6 +167,63 @@ done
 "$BIN" doctor --full --store "$T/s6" > /dev/null
 same_logits "$T/s6" "$T/tiny.bin"
 echo "ok - killed $kills times, resumed, doctor --full passes, logits identical"
+
+# --- --stream: run before the experts are local ---------------------------
+# setup installs the spine, the manifest and sparse packs only; `run` fetches
+# each routed expert on first use (the store then holds exactly those, none of
+# prefetch's guesses); the server gone mid-run is a clear error and a rerun
+# with it back completes; `setup --resume` completes the store in place.
+start_server "$T/tiny"
+PORT=$(cat "$T/port")
+mkdir -p "$T/d9"
+"$BIN" setup --stream --repo "$REPO" --endpoint "$URL" --out "$T/s9" --drive "$T/d9:1000" 2> "$T/s9.err" \
+  || { cat "$T/s9.err"; fail "setup --stream"; }
+grep -q "ready to run; each expert is fetched from $URL on its first use" "$T/s9.err" || { cat "$T/s9.err"; fail "no ready line"; }
+(( $(du -sk "$T/d9" | cut -f1) < 64 )) || fail "setup --stream wrote expert bytes ($(du -sk "$T/d9"))"
+"$BIN" doctor --full --store "$T/s9" > "$T/doc9.txt" || { cat "$T/doc9.txt"; fail "doctor on a fresh streamed store"; }
+grep -q "store: streamed .* 0 of [0-9]* experts local" "$T/doc9.txt" || { cat "$T/doc9.txt"; fail "doctor: not 0 local"; }
+"$BIN" run --store "$T/s9" "${P[@]}" --dump-logits "$T/got.bin" --route-trace "$T/s9.trace" > /dev/null 2> "$T/r9.err" \
+  || { cat "$T/r9.err"; fail "run on a streamed store"; }
+grep -q "store: streamed, 0 of [0-9]* experts local" "$T/r9.err" || { cat "$T/r9.err"; fail "run did not say it starts with none local"; }
+cmp "$T/got.bin" "$T/tiny.bin" || fail "logits of the streamed store differ from prepare's"
+# fetched.log: 64-byte records, MoE index and expert at bytes 4 and 8.
+python3 - "$T/s9" "$T/s9.trace" << 'PY' || fail "the streamed store does not hold exactly the routed experts"
+import json, struct, sys
+store, trace = sys.argv[1], sys.argv[2]
+moe = json.load(open(store + "/manifest.json"))["model"]["moe_layers"]
+routed = set()
+for line in open(trace):
+    r = json.loads(line)
+    for e in r.get("experts", []):
+        routed.add((moe.index(r["layer"]), e))
+log = open(store + "/.stream/fetched.log", "rb").read()
+local = {struct.unpack_from("<II", log, i + 4) for i in range(0, len(log), 64)}
+print(f"streamed: {len(routed)} experts routed, {len(local)} fetched")
+sys.exit(0 if routed == local and routed else 1)
+PY
+same_logits "$T/s9" "$T/tiny.bin"  # all local now: nothing fetched, same bytes
+# The server killed while a run fetches (slowed so the kill lands mid-fetch).
+P2=(--prompt-ids 11,12,13,14,15,16,17,18,19,20,21,22 --max-new 8 --print-ids --threads 2)
+"$BIN" run --store "$T/tref" "${P2[@]}" --dump-logits "$T/tiny2.bin" > /dev/null
+start_server "$T/tiny" --port "$PORT" --rate 100000
+( sleep 1.5; kill "$SERVER_PID" ) &
+if "$BIN" run --store "$T/s9" "${P2[@]}" > /dev/null 2> "$T/r10.err"; then fail "run succeeded with the server killed"; fi
+wait
+grep -q "error: layer [0-9]* expert [0-9]*: not local, and fetching it from $URL/$REPO@[0-9a-f]* failed: .*$URL/$REPO/resolve/" \
+  "$T/r10.err" || { cat "$T/r10.err"; fail "no clear error naming the expert and the URL"; }
+start_server "$T/tiny" --port "$PORT"
+"$BIN" run --store "$T/s9" "${P2[@]}" --dump-logits "$T/got.bin" > /dev/null 2> "$T/r11.err" || { cat "$T/r11.err"; fail "rerun"; }
+cmp "$T/got.bin" "$T/tiny2.bin" || fail "logits after the interrupted run differ"
+"$BIN" setup --stream --repo "$REPO" --endpoint "$URL" --out "$T/s9" --drive "$T/d9:1000" 2>&1 | grep -q "is a streamed store" \
+  || fail "setup again on a streamed store"
+# setup --resume: every shard downloaded and verified, the rest written in place.
+"$BIN" setup --resume --out "$T/s9" 2> "$T/s12.err" || { cat "$T/s12.err"; fail "setup --resume"; }
+! grep -q '"stream"' "$T/s9/manifest.json" || fail "the completed manifest still has a stream section"
+[[ ! -e "$T/s9/.setup" && ! -e "$T/s9/.stream" ]] || fail ".setup or .stream left behind"
+"$BIN" doctor --full --store "$T/s9" > "$T/doc12.txt" || { cat "$T/doc12.txt"; fail "doctor --full after --resume"; }
+same_logits "$T/s9" "$T/tiny.bin"
+"$BIN" setup --resume --out "$T/s9" 2>&1 | grep -q "already complete" || fail "--resume on a complete store"
+echo "ok - --stream: logits identical, exactly the routed experts fetched, server loss named, --resume completes"
 
 # Too little disk: refused up front, nothing downloaded.
 mkdir -p "$T/small-disk"

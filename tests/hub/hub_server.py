@@ -16,7 +16,7 @@ Faults, each for the test that asks for it:
   --status PATH:CODE    every request for PATH answers CODE
   --token T             every API and resolve request needs "Authorization: Bearer T" (401 otherwise)
   --rate BYTES_PER_S    each response is sent at most this fast (so a test can kill a download)
-The chosen port is written to --port-file once the server listens.
+The chosen port (--port, or any free one) is written to --port-file once the server listens.
 
 --write-static DIR writes the same repository as static files instead (the revision and tree
 replies, and resolve paths as symlinks to the checkpoint's files), for a fast static server
@@ -214,6 +214,7 @@ def main():
     ap.add_argument("--branch", default="main")
     ap.add_argument("--commit", default="")
     ap.add_argument("--port-file", default="")
+    ap.add_argument("--port", type=int, default=0)  # 0: any free port
     ap.add_argument("--write-static", default="")
     ap.add_argument("--page-size", type=int, default=1000)
     ap.add_argument("--token", default="")
@@ -238,7 +239,7 @@ def main():
         daemon_threads = True
         allow_reuse_address = True
 
-    srv = Server(("127.0.0.1", 0), Handler)
+    srv = Server(("127.0.0.1", args.port), Handler)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(srv.server_address[1]))

@@ -11,31 +11,15 @@ DF=$(realpath "$1") CK=$(realpath "$2") W=$3 ROUNDS=${4:-3}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$W"
 W=$(realpath "$W")
-rm -rf "$W/static" && python3 "$SRC/tests/hub/hub_server.py" --root "$CK" --repo bench/model --write-static "$W/static"
-port=$((20000 + RANDOM % 20000))
-cat > "$W/nginx.conf" <<CONF
-worker_processes 2;
-pid $W/nginx.pid;
-error_log $W/nginx.err;
-events { worker_connections 256; }
-http {
-  access_log off;
-  sendfile on;
-  default_type application/octet-stream;
-  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-  server { listen 127.0.0.1:$port; root $W/static; disable_symlinks off; }
-}
-CONF
-mkdir -p "$W/tmp"
-nginx -c "$W/nginx.conf"
-trap 'kill "$(cat "$W/nginx.pid")" 2> /dev/null || true' EXIT
+source "$SRC/tools/bench/nginx_hub.sh"
+start_nginx_hub "$SRC" "$CK" "$W"
 bytes=$(du -sbL "$CK" | cut -f1)
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$W/copy" "$W/store" "$W/drive"; mkdir -p "$W/drive"; drop
   t0=$(date +%s.%N); cp -r "$CK" "$W/copy"; sync; t1=$(date +%s.%N)
   rm -rf "$W/copy"; drop
-  "$DF" setup --repo bench/model --endpoint "http://127.0.0.1:$port" --out "$W/store" --drive "$W/drive:1000" \
+  "$DF" setup --repo bench/model --endpoint "$HUB_URL" --out "$W/store" --drive "$W/drive:1000" \
     --keep-checkpoint 2>&1 | tr '\r' '\n' | grep "^downloading" | tail -1 > "$W/setup.line"
   rate=$(sed -E 's/.* ([0-9.]+) MB\/s ETA.*/\1/' "$W/setup.line")
   python3 -c "import sys; b,t0,t1,r=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]),float(sys.argv[4]); c=b/(t1-t0)/1e6; print(f'round {sys.argv[5]}: cp+sync {c:.0f} MB/s, setup download {r:.0f} MB/s: {r/c:.2f} of the copy')" \

@@ -1,0 +1,224 @@
+#include "hub/expert_fetcher.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "checkpoint/safetensors.h"
+#include "core/dtype.h"
+#include "hub/http.h"
+#include "hub/hub_api.h"
+#include "model/weights.h"
+
+namespace deltafin::hub {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Connections in flight per layer: enough to overlap a few round trips,
+// few enough not to starve the reads of the experts already local.
+constexpr int kFetchConnections = 4;
+constexpr int kAttempts = 3;
+
+// One contiguous byte range of a shard and where it goes in the payload.
+struct Piece {
+  std::string file;  // shard name
+  uint64_t offset = 0, bytes = 0, at = 0;
+};
+
+class HubExpertFetcher : public RemoteExperts {
+ public:
+  HubExpertFetcher(const Manifest& m, std::string store_dir, std::unique_ptr<Checkpoint> headers, std::string token)
+      : man_(m), store_(std::move(store_dir)), headers_(std::move(headers)),
+        api_(m.stream->endpoint, RepoSpec{m.stream->repo, m.stream->commit}, token) {
+    for (int i = 0; i < kFetchConnections; ++i) clients_.push_back(std::make_unique<HttpClient>(token));
+  }
+  ~HubExpertFetcher() override {
+    for (auto& [k, fd] : fds_) ::close(fd);
+  }
+
+  // The payload's pieces (w1.packed, w1.scale, w2.., w3..), adjacent ones merged.
+  Result<std::vector<Piece>> pieces(int mi, int e, std::vector<std::pair<uint64_t, uint64_t>>* scales) const {
+    static const char* kParts[3] = {"w1", "w2", "w3"};
+    std::vector<Piece> out;
+    uint64_t at = 0;
+    for (int k = 0; k < 6; ++k) {
+      const std::string name = expert_tensor_name(man_.moe_layers[size_t(mi)], e, kParts[k / 2],
+                                                  k % 2 ? "weight_scale" : "weight_packed");
+      const TensorInfo* t = headers_->find(name);
+      if (!t) return error("tensor {} is not in the checkpoint's headers ({})", name, headers_->dir());
+      if (k % 2) scales->push_back({at, t->nbytes});
+      const std::string file = fs::path(*t->file).filename().string();
+      if (!out.empty() && out.back().file == file && out.back().offset + out.back().bytes == t->file_offset)
+        out.back().bytes += t->nbytes;
+      else
+        out.push_back({file, t->file_offset, t->nbytes, at});
+      at += t->nbytes;
+    }
+    if (at != man_.expert_bytes)
+      return error("layer {} expert {}: the headers give {} bytes, the manifest {}", man_.moe_layers[size_t(mi)], e, at,
+                   man_.expert_bytes);
+    return out;
+  }
+
+  Status fetch(int mi, std::span<const int> experts, FetchedLog& log) override {
+    const int layer = man_.moe_layers[size_t(mi)];
+    struct Done {
+      Hash128 sum;
+      bool ok = false;
+    };
+    std::vector<Done> done(experts.size());
+    std::vector<std::string> errors(experts.size());
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};  // one failure ends the layer: the rest would fail the same way
+    auto worker = [&](HttpClient& http) {
+      std::vector<uint8_t> payload(man_.expert_bytes);
+      for (size_t i = next++; i < experts.size() && !failed; i = next++) {
+        Status s = fetch_one(http, mi, experts[i], payload);
+        if (s.ok()) {
+          done[i].sum = xxh3_128(payload);
+          done[i].ok = true;
+        } else {
+          errors[i] = s.message();
+          failed = true;
+        }
+      }
+    };
+    const size_t n = std::min<size_t>(experts.size(), clients_.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n; ++t) threads.emplace_back(worker, std::ref(*clients_[t]));
+    worker(*clients_[0]);
+    for (auto& t : threads) t.join();
+    // Bytes on disk first, then their records: a record never names bytes a
+    // crash could still lose.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [key, fd] : fds_)
+        if (dirty_.count(key) && ::fdatasync(fd) != 0)
+          return error("layer {}: cannot sync {}: {}", layer, man_.pack_path(key.first, size_t(key.second)),
+                       std::strerror(errno));
+      dirty_.clear();
+    }
+    for (size_t i = 0; i < experts.size(); ++i)
+      if (done[i].ok) DF_TRY(log.append(mi, experts[i], done[i].sum));
+    for (size_t i = 0; i < experts.size(); ++i)
+      if (!errors[i].empty())
+        return error("layer {} expert {}: not local, and fetching it {} failed: {} (the experts fetched so far are "
+                     "kept; run again once the repository is reachable)",
+                     layer, experts[i], describe(), errors[i]);
+    return {};
+  }
+
+  std::string describe() const override {
+    return fmt::format("from {}/{}@{}", man_.stream->endpoint, man_.stream->repo, man_.stream->commit);
+  }
+
+ private:
+  Status fetch_one(HttpClient& http, int mi, int e, std::vector<uint8_t>& payload) {
+    std::vector<std::pair<uint64_t, uint64_t>> scales;
+    DF_ASSIGN(std::vector<Piece> ps, pieces(mi, e, &scales));
+    for (const Piece& p : ps) {
+      const std::string url = api_.file_url(man_.stream->commit, p.file);
+      std::string why;
+      bool got = false;
+      for (int attempt = 1; attempt <= kAttempts && !got; ++attempt) {
+        if (attempt > 1) std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+        auto r = http.get(url, std::make_pair(p.offset, p.offset + p.bytes - 1), p.bytes + 1);
+        if (!r.ok()) {
+          why = r.message();
+          continue;
+        }
+        if (r->status != 206) {
+          why = describe_http_failure(url, *r) + fmt::format(" (bytes {}-{})", p.offset, p.offset + p.bytes - 1);
+          if (r->status >= 400 && r->status < 500 && r->status != 408 && r->status != 429) break;
+          continue;
+        }
+        if (r->body.size() != p.bytes) {
+          why = fmt::format("GET {} (bytes {}-{}): {} bytes arrived", url, p.offset, p.offset + p.bytes - 1, r->body.size());
+          continue;
+        }
+        std::memcpy(payload.data() + p.at, r->body.data(), p.bytes);
+        got = true;
+      }
+      if (!got) return Status::error(why);
+    }
+    for (const auto& [at, bytes] : scales)
+      if (const void* bad = std::memchr(payload.data() + at, kE8M0Invalid, bytes))
+        return error("MXFP4 scale byte 255 (NaN encoding) at byte {} of the fetched payload; nothing was written",
+                     static_cast<const uint8_t*>(bad) - payload.data());
+    const ExpertEntry& x = man_.experts[size_t(mi) * man_.num_experts + e];
+    for (const Placement& pl : x.at) {
+      DF_ASSIGN(int fd, pack_fd(pl.drive, pl.file));
+      uint64_t put = 0;
+      while (put < payload.size()) {
+        const ssize_t w = ::pwrite(fd, payload.data() + put, payload.size() - put, off_t(pl.offset + put));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+          return error("cannot write {} at offset {}: {}", man_.pack_path(pl.drive, size_t(pl.file)), pl.offset,
+                       w < 0 ? std::strerror(errno) : "no progress");
+        put += uint64_t(w);
+      }
+    }
+    return {};
+  }
+
+  Result<int> pack_fd(int drive, int file) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto key = std::make_pair(drive, file);
+    dirty_[key] = true;
+    if (auto it = fds_.find(key); it != fds_.end()) return it->second;
+    const std::string path = man_.pack_path(drive, size_t(file));
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return error("{}: cannot open for writing: {}", path, std::strerror(errno));
+    fds_[key] = fd;
+    return fd;
+  }
+
+  Manifest man_;
+  std::string store_;
+  std::unique_ptr<Checkpoint> headers_;
+  HubApi api_;
+  std::vector<std::unique_ptr<HttpClient>> clients_;
+  std::mutex mu_;  // fds_ and dirty_ (never held across a fetch)
+  std::map<std::pair<int, int>, int> fds_;
+  std::map<std::pair<int, int>, bool> dirty_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<RemoteExperts>> open_expert_fetcher(const Manifest& m, const std::string& store_dir) {
+  if (!m.stream) return error("{}: not a streamed store", store_dir);
+  const std::string dir = (fs::path(store_dir) / ".setup" / "checkpoint").string();
+  auto ck = Checkpoint::open(dir);
+  if (!ck.ok())
+    return error("{}: a streamed store needs the checkpoint's shard headers kept there ({}); install it again with "
+                 "`deltafin setup --stream`",
+                 dir, ck.message());
+  std::string token;
+  if (!m.stream->token_file.empty()) {
+    auto t = read_token_file(m.stream->token_file);
+    if (!t.ok()) return t.status().with_context("the streamed store's token file (from setup --token-file)");
+    token = *t;
+  }
+  auto f = std::make_shared<HubExpertFetcher>(m, store_dir, std::move(*ck), token);
+  // Every expert must be located before the first token, not at its first use.
+  std::vector<std::pair<uint64_t, uint64_t>> scales;
+  for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)
+    for (int e = 0; e < m.num_experts; ++e) {
+      scales.clear();
+      DF_TRY(f->pieces(int(mi), e, &scales).status());
+    }
+  return std::shared_ptr<RemoteExperts>(std::move(f));
+}
+
+}  // namespace deltafin::hub
