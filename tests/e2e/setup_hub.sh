@@ -223,6 +223,14 @@ cmp "$T/got.bin" "$T/tiny2.bin" || fail "logits after the interrupted run differ
 "$BIN" doctor --full --store "$T/s9" > "$T/doc12.txt" || { cat "$T/doc12.txt"; fail "doctor --full after --resume"; }
 same_logits "$T/s9" "$T/tiny.bin"
 "$BIN" setup --resume --out "$T/s9" 2>&1 | grep -q "already complete" || fail "--resume on a complete store"
+# Replicas: a fetched expert is written into every placement (doctor --full reads each copy).
+mkdir -p "$T/d10a" "$T/d10b"
+"$BIN" setup --quiet --stream --repo "$REPO" --endpoint "$URL" --out "$T/s10" --drive "$T/d10a:1000" \
+  --drive "$T/d10b:1000" --replicate-hot all 2> /dev/null
+same_logits "$T/s10" "$T/tiny.bin"
+"$BIN" doctor --full --store "$T/s10" > "$T/doc10.txt" || { cat "$T/doc10.txt"; fail "doctor on a replicated streamed store"; }
+[[ $(grep -cE "drive [01] expert checksums +PASS +[1-9][0-9]* spans match" "$T/doc10.txt") == 2 ]] \
+  || { cat "$T/doc10.txt"; fail "a fetched expert is missing from a replica"; }
 echo "ok - --stream: logits identical, exactly the routed experts fetched, server loss named, --resume completes"
 
 # Too little disk: refused up front, nothing downloaded.
