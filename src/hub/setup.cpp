@@ -372,6 +372,8 @@ Status resume_store(const SetupOptions& o, const std::string& out) {
   if (!fs::exists(fs::path(out) / kManifestName)) return error("{}: no manifest: not a store made by `setup --stream`", out);
   DF_ASSIGN(Manifest m, Manifest::load(out));
   if (!m.stream) {
+    std::error_code ec;
+    fs::remove_all(fs::path(out) / ".setup", ec);  // left by a resume killed after its manifest was written
     say(o, fmt::format("{}: store is already complete (nothing to resume)", out));
     return {};
   }

@@ -214,6 +214,14 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
                               es.ram_slots, es.ram_hits, req, req ? 100.0 * double(es.ram_hits) / double(req) : 0.0,
                               es.ram_misses, es.ram_fills, es.ram_bypassed, es.ram_evictions));
   }
+  if (src.fetched()) {
+    const ExpertSourceStats es = src.stats();
+    out.push_back(fmt::format("store: streamed: {} experts fetched on first use in {:.3f} s ({:.1f} MB); {} of {} "
+                              "experts local now",
+                              es.streamed_experts, es.streamed_seconds,
+                              double(es.streamed_experts) * double(src.manifest().expert_bytes) / 1e6,
+                              src.fetched()->local_count(), src.manifest().experts.size()));
+  }
   if (o.prefetch > 0) {
     const ExpertSourceStats es = src.stats();
     out.push_back(fmt::format("store: prefetch {} guesses per row for the next MoE layer: {} reads issued, {} used "

@@ -61,6 +61,8 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
       }
     }
   if (m.stream) {
+    if (opts.store_dir.empty())
+      return error("a streamed store (setup --stream) needs its directory (StoreReadOptions::store_dir)");
     DF_ASSIGN(s->fetched_, FetchedLog::open(opts.store_dir, int(m.moe_layers.size()), m.num_experts));
     s->remote_ = opts.remote;
   }

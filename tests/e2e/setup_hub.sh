@@ -212,8 +212,10 @@ wait
 grep -q "error: layer [0-9]* expert [0-9]*: not local, and fetching it from $URL/$REPO@[0-9a-f]* failed: .*$URL/$REPO/resolve/" \
   "$T/r10.err" || { cat "$T/r10.err"; fail "no clear error naming the expert and the URL"; }
 start_server "$T/tiny" --port "$PORT"
-"$BIN" run --store "$T/s9" "${P2[@]}" --dump-logits "$T/got.bin" > /dev/null 2> "$T/r11.err" || { cat "$T/r11.err"; fail "rerun"; }
+"$BIN" run --store "$T/s9" "${P2[@]}" --dump-logits "$T/got.bin" --stats --no-probe > /dev/null 2> "$T/r11.err" \
+  || { cat "$T/r11.err"; fail "rerun"; }
 cmp "$T/got.bin" "$T/tiny2.bin" || fail "logits after the interrupted run differ"
+grep -q "store: streamed: [1-9][0-9]* experts fetched on first use in" "$T/r11.err" || { cat "$T/r11.err"; fail "no streamed stats"; }
 "$BIN" setup --stream --repo "$REPO" --endpoint "$URL" --out "$T/s9" --drive "$T/d9:1000" 2>&1 | grep -q "is a streamed store" \
   || fail "setup again on a streamed store"
 # setup --resume: every shard downloaded and verified, the rest written in place.
