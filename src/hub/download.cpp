@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -141,42 +143,93 @@ uint64_t recorded_bytes(const RemoteFile& f, const std::string& record, uint64_t
   return n;
 }
 
-Status download_file(const std::string& url, const RemoteFile& f, const DownloadTarget& t, const DownloadOptions& o,
-                     const std::function<void(uint64_t)>& on_bytes) {
+namespace {
+
+// The bytes of `f` into t.data (resuming from the record), on disk.
+Status fetch_file(const std::string& url, const RemoteFile& f, const DownloadTarget& t, const DownloadOptions& o,
+                  const std::function<void(uint64_t)>& on_bytes) {
   if (o.chunk_bytes == 0) return error("download chunk size is 0");
   std::error_code ec;
   for (const auto& p : {t.data, t.record}) {
     fs::create_directories(fs::path(p).parent_path(), ec);
     if (ec) return error("{}: cannot create: {}", fs::path(p).parent_path().string(), ec.message());
   }
-  for (int round = 0; round < 2; ++round) {
-    std::vector<char> done = load_done(t.record, f, o.chunk_bytes);
-    if (std::find(done.begin(), done.end(), 1) == done.end()) fs::remove(t.record, ec);
-    const int fd = ::open(t.data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return error("{}: cannot open: {}", t.data, std::strerror(errno));
-    FdCloser closer(fd);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size)
-      if (::ftruncate(fd, off_t(f.size)) != 0)
-        return error("{}: cannot size to {} bytes: {}", t.data, f.size, std::strerror(errno));
-    DF_TRY(fetch_chunks(url, f, fd, t.record, done, o, on_bytes));
-    if (::fsync(fd) != 0) return error("{}: fsync failed: {}", t.data, std::strerror(errno));
-    Status v = verify_remote_file(f, t.data);
-    if (v.ok()) {
-      if (!t.final_path.empty()) DF_TRY(rename_durable(t.data, t.final_path));
-      fs::remove(t.record, ec);
-      return {};
-    }
-    // A damaged transfer (or a damaged part file): fetch the whole file again,
-    // once; a file written in place is overwritten, never replaced.
+  std::vector<char> done = load_done(t.record, f, o.chunk_bytes);
+  if (std::find(done.begin(), done.end(), 1) == done.end()) fs::remove(t.record, ec);
+  const int fd = ::open(t.data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return error("{}: cannot open: {}", t.data, std::strerror(errno));
+  FdCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size)
+    if (::ftruncate(fd, off_t(f.size)) != 0)
+      return error("{}: cannot size to {} bytes: {}", t.data, f.size, std::strerror(errno));
+  DF_TRY(fetch_chunks(url, f, fd, t.record, done, o, on_bytes));
+  if (::fsync(fd) != 0) return error("{}: fsync failed: {}", t.data, std::strerror(errno));
+  return {};
+}
+
+// Checks a fetched file against the listing: verified, it is published
+// (renamed, its record removed); damaged, `*damaged` is set and the record
+// (and a part file) removed, so that the next fetch starts over. A file
+// written in place is overwritten, never replaced.
+Status finish_file(const RemoteFile& f, const DownloadTarget& t, bool* damaged) {
+  *damaged = false;
+  std::error_code ec;
+  Status v = verify_remote_file(f, t.data);
+  if (v.ok()) {
+    if (!t.final_path.empty()) DF_TRY(rename_durable(t.data, t.final_path));
     fs::remove(t.record, ec);
-    if (!t.final_path.empty()) fs::remove(t.data, ec);
+    return {};
+  }
+  *damaged = true;
+  fs::remove(t.record, ec);
+  if (!t.final_path.empty()) fs::remove(t.data, ec);
+  return v;
+}
+
+}  // namespace
+
+Status download_file(const std::string& url, const RemoteFile& f, const DownloadTarget& t, const DownloadOptions& o,
+                     const std::function<void(uint64_t)>& on_bytes) {
+  for (int round = 0; round < 2; ++round) {
+    DF_TRY(fetch_file(url, f, t, o, on_bytes));
+    bool damaged = false;
+    Status v = finish_file(f, t, &damaged);
+    if (v.ok() || !damaged) return v;
+    // A damaged transfer (or a damaged part file): fetch the whole file again, once.
     if (round == 1)
       return error("{}, again after a second download from {}: the server does not serve the bytes its listing states",
                    v.message(), url);
     if (o.log) o.log(v.message() + "; fetching the file again");
   }
   return {};
+}
+
+Status download_files(const std::vector<DownloadJob>& jobs, const DownloadOptions& o,
+                      const std::function<void(uint64_t)>& on_bytes, const std::function<void()>& after_each) {
+  // The check of the file before: running, or settled (a damaged file is
+  // fetched again, as download_file does, before anything else goes on).
+  const DownloadJob* prev = nullptr;
+  std::future<Status> check;
+  bool damaged = false;
+  auto settle = [&]() -> Status {
+    if (!prev) return {};
+    Status v = check.get();
+    const DownloadJob* j = std::exchange(prev, nullptr);
+    if (v.ok() || !damaged) return v;
+    if (o.log) o.log(v.message() + "; fetching the file again");
+    return download_file(j->url, *j->file, j->target, o, on_bytes);
+  };
+  for (const DownloadJob& j : jobs) {
+    Status st = fetch_file(j.url, *j.file, j.target, o, on_bytes);
+    Status before = settle();  // also when this fetch failed: the check before is not lost
+    DF_TRY(st);
+    DF_TRY(before);
+    prev = &j;
+    check = std::async(std::launch::async, [&j, &damaged] { return finish_file(*j.file, j.target, &damaged); });
+    if (after_each) after_each();
+  }
+  return settle();
 }
 
 }  // namespace deltafin::hub

@@ -37,6 +37,19 @@ struct DownloadTarget {
 Status download_file(const std::string& url, const RemoteFile& f, const DownloadTarget& t, const DownloadOptions& o,
                      const std::function<void(uint64_t)>& on_bytes);
 
+// One file of a download_files run.
+struct DownloadJob {
+  std::string url;
+  const RemoteFile* file = nullptr;
+  DownloadTarget target;
+};
+
+// Downloads the files one after another, as download_file does each; the
+// check of a file's digest (a second pass over its bytes) runs while the next
+// file downloads. `after_each` runs after each file's bytes are on disk.
+Status download_files(const std::vector<DownloadJob>& jobs, const DownloadOptions& o,
+                      const std::function<void(uint64_t)>& on_bytes, const std::function<void()>& after_each = {});
+
 // Bytes of `f` whose chunks `record` lists as finished.
 uint64_t recorded_bytes(const RemoteFile& f, const std::string& record, uint64_t chunk_bytes);
 

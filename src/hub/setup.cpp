@@ -562,15 +562,14 @@ Status setup_store(const SetupOptions& o) {
       }
     Progress prog(fmt::format("downloading {}", spec.repo), total, o.prepare.quiet);
     prog.add(have);
-    for (const auto& f : sel.files) {
-      if (streamed && f.path.ends_with(".safetensors")) continue;
-      if (!complete(f)) {
-        DF_TRY(download_file(api.file_url(commit, f.path), f,
-                             {state_path(f, ".part"), state_path(f, ".part.json"), ck_path(f)}, d,
-                             [&](uint64_t n) { prog.add(n); }));
-        if (o.prepare.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.prepare.pause_ms));
-      }
-    }
+    std::vector<DownloadJob> jobs;
+    for (const auto& f : sel.files)
+      if (!(streamed && f.path.ends_with(".safetensors")) && !complete(f))
+        jobs.push_back({api.file_url(commit, f.path), &f,
+                        {state_path(f, ".part"), state_path(f, ".part.json"), ck_path(f)}});
+    DF_TRY(download_files(jobs, d, [&](uint64_t n) { prog.add(n); }, [&] {
+      if (o.prepare.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.prepare.pause_ms));
+    }));
     prog.finish();
   }
   for (const auto& f : sel.files) {

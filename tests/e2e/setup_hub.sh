@@ -132,6 +132,22 @@ for f in "$T/tiny"/*; do cmp "$f" "$T/s8/.setup/checkpoint/$(basename "$f")"; do
 same_logits "$T/s8" "$T/tiny.bin"
 echo "ok - streamed setup holds at most two shards at once; --keep-checkpoint keeps the checkpoint"
 
+# --keep-checkpoint checks each file's digest while the next one downloads: a
+# byte flipped in the first shard (caught during the second's download) and
+# one in the last (caught at the end) are both fetched again.
+first=$(cd "$T/tiny" && ls *.safetensors | sort | head -1)
+start_server "$T/tiny" --flip "$first:$(( $(stat -c %s "$T/tiny/$first") / 2 ))" --flip "$shard:$((size / 3))"
+mkdir -p "$T/d8f"
+"$BIN" setup --repo "$REPO" --endpoint "$URL" --out "$T/s8f" --drive "$T/d8f:1000" --keep-checkpoint 2> "$T/s8f.err" \
+  || { cat "$T/s8f.err"; fail "--keep-checkpoint with flipped bytes"; }
+for f in "$first" "$shard"; do
+  grep -q "$f: checksum mismatch (SHA-256 .* in the listing, .* downloaded); fetching the file again" "$T/s8f.err" \
+    || { cat "$T/s8f.err"; fail "flipped byte in $f not caught"; }
+done
+for f in "$T/tiny"/*; do cmp "$f" "$T/s8f/.setup/checkpoint/$(basename "$f")"; done
+same_logits "$T/s8f" "$T/tiny.bin"
+echo "ok - --keep-checkpoint: flipped bytes in the first and the last shard caught and re-fetched"
+
 # SIGKILL at random points (downloads slowed so kills land in them, then in
 # prepare), rerun each time; the finished store passes doctor --full.
 start_server "$T/tiny" --rate 2000000

@@ -10,12 +10,9 @@
 set -euo pipefail
 DF=$(realpath "$1") CK=$(realpath "$2") W=$3 ROUNDS=${4:-3}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$W"
-W=$(realpath "$W")
 source "$SRC/tools/bench/nginx_hub.sh"
-start_nginx_hub "$SRC" "$CK" "$W"
-bytes=$(du -sbL "$CK" | cut -f1)
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+start_setup_bench "$SRC" "$CK" "$W"
+bytes=$CK_BYTES
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$W/copy" "$W/store" "$W/drive"; mkdir -p "$W/drive"; drop
   t0=$(date +%s.%N); cp -r "$CK" "$W/copy"; sync; t1=$(date +%s.%N)

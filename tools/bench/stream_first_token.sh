@@ -10,11 +10,8 @@
 set -euo pipefail
 DF=$(realpath "$1") CK=$(realpath "$2") W=$3 ROUNDS=${4:-3}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$W"
-W=$(realpath "$W")
 source "$SRC/tools/bench/nginx_hub.sh"
-start_nginx_hub "$SRC" "$CK" "$W"
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+start_setup_bench "$SRC" "$CK" "$W"
 now() { date +%s.%N; }
 P=(--prompt-ids 3,1,4,1,5,9,2,6 --max-new 1 --threads 2)
 # run_ttft STORE JSON: the process's wall time to exit after one token, and the record's TTFT.
