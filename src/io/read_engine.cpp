@@ -80,6 +80,7 @@ struct ReadEngine::Impl {
     bool stop = false;
     DriveStats st;
     Clock::time_point busy_since;
+    Clock::time_point counted_to;  // st.inflight_seconds covers the time up to here
     RateEstimator est;  // bytes/s, learned from completed reads
     bool uring = false;
     // io_uring: the submission side (get_sqe, prep, submit) is used under mu
@@ -128,10 +129,18 @@ struct ReadEngine::Impl {
     return true;
   }
 
+  // Adds the reads in flight since the last change, up to `now`; with d.mu held.
+  static void count_inflight(Drive& d, Clock::time_point now) {
+    if (const int n = d.inflight[0] + d.inflight[1]; n > 0) d.st.inflight_seconds += n * seconds_between(d.counted_to, now);
+    d.counted_to = now;
+  }
+
   Chunk start(Drive& d, Purpose p) {  // with d.mu held
     Chunk c = std::move(d.q[int(p)].front());
     d.q[int(p)].pop_front();
-    if (d.inflight[0] + d.inflight[1] == 0) d.busy_since = Clock::now();
+    const auto now = Clock::now();
+    count_inflight(d, now);
+    if (d.inflight[0] + d.inflight[1] == 0) d.busy_since = now;
     d.inflight[int(p)]++;
     d.inflight_bytes += c.len;
     return c;
@@ -140,9 +149,10 @@ struct ReadEngine::Impl {
   void account(Drive& d, const Chunk& c, bool ok) {
     std::lock_guard<std::mutex> lock(d.mu);
     const int p = int(c.purpose);
+    const auto now = Clock::now();
+    count_inflight(d, now);
     d.inflight[p]--;
     d.inflight_bytes -= c.len;
-    const auto now = Clock::now();
     if (ok) {
       d.st.bytes[p] += c.len;
       d.st.reads[p]++;
@@ -689,7 +699,11 @@ EngineStats ReadEngine::stats() const {
     auto& d = impl_->drives[i];
     std::lock_guard<std::mutex> lock(d.mu);
     DriveStats ds = d.st;
-    if (d.inflight[0] + d.inflight[1]) ds.busy_seconds += seconds_between(d.busy_since, Clock::now());
+    const auto now = Clock::now();
+    if (d.inflight[0] + d.inflight[1]) {
+      ds.busy_seconds += seconds_between(d.busy_since, now);
+      ds.inflight_seconds += (d.inflight[0] + d.inflight[1]) * seconds_between(d.counted_to, now);
+    }
     ds.rate_mb_s = d.est.rate / 1e6;
     s.drives.push_back(ds);
   }

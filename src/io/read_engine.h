@@ -66,6 +66,10 @@ struct DriveStats {
   uint64_t bytes[2] = {0, 0}, reads[2] = {0, 0};  // by purpose
   uint64_t io_errors = 0, checksum_errors = 0, retries_from = 0;  // retries_from: reads retried elsewhere after failing here
   double busy_seconds = 0;  // time with at least one read in flight
+  // Reads in flight integrated over time (read-seconds): over busy_seconds,
+  // the mean queue the drive saw while busy (below the queue depth where
+  // reads are started late).
+  double inflight_seconds = 0;
   double rate_mb_s = 0;     // current estimate (EWMA)
 };
 

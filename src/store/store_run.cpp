@@ -201,13 +201,13 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
   std::vector<std::string> out;
   out.push_back(fmt::format("store: spine {}", spine_label(src.manifest().spine_dtype)));
   const io::EngineStats s = src.engine().stats();
+  const ExpertSourceStats es = src.stats();
   const int qd = src.engine().options().queue_depth;
   out.push_back(fmt::format("store: {} reads ok, {} retried on a replica, {} failed, {} split across replicas; verify {}",
                             s.reads_ok, s.retries, s.reads_failed, s.split_reads, o.verify));
   out.push_back(fmt::format("store: compute waited for experts {:.3f} s of {:.3f} s wall ({:.1f}%); checksum {:.3f} s for {:.1f} MB",
                             wait, wall, wall > 0 ? 100 * wait / wall : 0.0, s.checksum_seconds, s.checksum_bytes / 1e6));
   if (src.tier()) {
-    const ExpertSourceStats es = src.stats();
     const uint64_t req = es.ram_hits + es.ram_misses;
     out.push_back(fmt::format("store: ram tier {} slots: {} of {} expert requests from RAM ({:.1f}%), {} read from "
                               "drives; {} fills, {} not admitted, {} evictions",
@@ -215,7 +215,6 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
                               es.ram_misses, es.ram_fills, es.ram_bypassed, es.ram_evictions));
   }
   if (src.fetched()) {
-    const ExpertSourceStats es = src.stats();
     out.push_back(fmt::format("store: streamed: {} experts fetched on first use in {:.3f} s ({:.1f} MB); {} of {} "
                               "experts local now",
                               es.streamed_experts, es.streamed_seconds,
@@ -223,7 +222,6 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
                               src.fetched()->local_count(), src.manifest().experts.size()));
   }
   if (o.prefetch > 0) {
-    const ExpertSourceStats es = src.stats();
     out.push_back(fmt::format("store: prefetch {} guesses per row for the next MoE layer: {} reads issued, {} used "
                               "({:.1f}%), {} dropped ({:.1f} MB read or queued for nothing)",
                               o.prefetch, es.prefetch_issued, es.prefetch_hits,
@@ -250,9 +248,11 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
       }
     }
     out.push_back(fmt::format("drive {} ({}): {}; demand {:.1f} MB in {} reads, prefetch {:.1f} MB in {} reads; "
-                              "achieved {:.1f} MB/s over {:.3f} s busy; {} I/O errors, {} checksum errors; {}",
+                              "achieved {:.1f} MB/s over {:.3f} s busy, {:.2f} reads in flight on average (of {}); "
+                              "{} I/O errors, {} checksum errors; {}",
                               d, ds.root, ds.mode, ds.bytes[0] / 1e6, ds.reads[0], ds.bytes[1] / 1e6, ds.reads[1],
-                              achieved, ds.busy_seconds, ds.io_errors, ds.checksum_errors, probe));
+                              achieved, ds.busy_seconds, ds.busy_seconds > 0 ? ds.inflight_seconds / ds.busy_seconds : 0.0,
+                              qd, ds.io_errors, ds.checksum_errors, probe));
   }
   return out;
 }

@@ -128,6 +128,39 @@ TEST(IoEngine, ReadsEverySpanOnEveryBackend) {
   }
 }
 
+// The drive's reads-in-flight integral (the stats line's mean queue): exactly
+// the busy time at queue depth 1, and between it and depth x busy time above.
+TEST(IoEngine, InflightSecondsAreBoundedByBusyTimeAndQueueDepth) {
+  Fixture fx(2, "inflight");
+  for (int depth : {1, 4}) {
+    for (const auto& base : backends()) {
+      EngineOptions o = base;
+      o.queue_depth = depth;
+      o.prefetch_depth = depth;
+      std::vector<int> ids;
+      auto e = fx.engine(o, &ids);
+      AlignedArena arena(kSpan, kSpans);
+      std::vector<std::pair<ReadHandle, uint8_t*>> hs;
+      for (int s = 0; s < kSpans; ++s) {
+        uint8_t* buf = arena.take(Purpose::Demand);
+        hs.push_back({e->submit(fx.request({ids[0]}, s, buf, Purpose::Demand)), buf});
+      }
+      for (auto& [h, buf] : hs) {
+        ASSERT_TRUE(e->wait(h).ok());
+        arena.release(buf);
+      }
+      const DriveStats d = e->stats().drives[0];
+      ASSERT_GT(d.busy_seconds, 0.0);
+      if (depth == 1) {
+        EXPECT_NEAR(d.inflight_seconds, d.busy_seconds, 1e-6 * d.busy_seconds + 1e-9) << e->drive_mode(0);
+      } else {
+        EXPECT_GE(d.inflight_seconds, d.busy_seconds * (1 - 1e-9)) << e->drive_mode(0);
+        EXPECT_LE(d.inflight_seconds, depth * d.busy_seconds * (1 + 1e-9)) << e->drive_mode(0);
+      }
+    }
+  }
+}
+
 TEST(IoEngine, ChecksumMismatchRetriesOnReplicaElseNamesDriveAndFile) {
   Fixture fx(2, "retry");
   fx.corrupt(1, 5);  // drive 1 is the faster one (600 vs 500 MB/s), so it is tried first
