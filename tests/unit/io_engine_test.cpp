@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -78,6 +79,19 @@ struct Fixture {
   }
 };
 
+// Every span submitted at once, each into its own arena buffer; `replicas`
+// and `purpose` say where from and as what.
+std::vector<std::pair<ReadHandle, uint8_t*>> submit_all(const Fixture& fx, ReadEngine& e, AlignedArena& arena,
+                                                        const std::vector<int>& replicas,
+                                                        const std::function<Purpose(int)>& purpose) {
+  std::vector<std::pair<ReadHandle, uint8_t*>> hs;
+  for (int s = 0; s < kSpans; ++s) {
+    uint8_t* buf = arena.take(Purpose::Demand);
+    hs.push_back({e.submit(fx.request(replicas, s, buf, purpose(s))), buf});
+  }
+  return hs;
+}
+
 bool matches(const uint8_t* buf, int span) {
   for (uint64_t i = 0; i < kSpan; ++i)
     if (buf[i] != pattern(span, i)) return false;
@@ -105,11 +119,7 @@ TEST(IoEngine, ReadsEverySpanOnEveryBackend) {
     std::vector<int> ids;
     auto e = fx.engine(o, &ids);
     AlignedArena arena(kSpan, kSpans);
-    std::vector<std::pair<ReadHandle, uint8_t*>> hs;
-    for (int s = 0; s < kSpans; ++s) {
-      uint8_t* buf = arena.take(Purpose::Demand);
-      hs.push_back({e->submit(fx.request(ids, s, buf, s % 3 ? Purpose::Demand : Purpose::Prefetch)), buf});
-    }
+    auto hs = submit_all(fx, *e, arena, ids, [](int s) { return s % 3 ? Purpose::Demand : Purpose::Prefetch; });
     for (int s = 0; s < kSpans; ++s) {
       ASSERT_TRUE(e->wait(hs[s].first).ok());
       EXPECT_TRUE(matches(hs[s].second, s)) << "span " << s << " mode " << e->drive_mode(0);
@@ -140,11 +150,7 @@ TEST(IoEngine, InflightSecondsAreBoundedByBusyTimeAndQueueDepth) {
       std::vector<int> ids;
       auto e = fx.engine(o, &ids);
       AlignedArena arena(kSpan, kSpans);
-      std::vector<std::pair<ReadHandle, uint8_t*>> hs;
-      for (int s = 0; s < kSpans; ++s) {
-        uint8_t* buf = arena.take(Purpose::Demand);
-        hs.push_back({e->submit(fx.request({ids[0]}, s, buf, Purpose::Demand)), buf});
-      }
+      auto hs = submit_all(fx, *e, arena, {ids[0]}, [](int) { return Purpose::Demand; });
       for (auto& [h, buf] : hs) {
         ASSERT_TRUE(e->wait(h).ok());
         arena.release(buf);
