@@ -83,7 +83,8 @@ Result<std::vector<bench::DiskProbe>> probe_disks(const ProbeTargets& t, const B
   for (size_t d = 0; d < t.roots.size(); ++d) {
     if (t.files[d].empty()) continue;
     DF_ASSIGN(io::ProbeResult pr, io::probe_files(t.files[d], t.block, o.queue_depth, 64ull << 30, o.probe_seconds, 11 + d));
-    out.push_back({t.roots[d], fmt::format("{}, random {} KiB reads at QD {}", pr.mode(), t.block / 1024, o.queue_depth),
+    out.push_back({t.roots[d], fmt::format("{}, random {} KiB reads at QD {} into {} MiB", pr.mode(), t.block / 1024,
+                                             o.queue_depth, pr.footprint >> 20),
                    pr.mb_s});
   }
   return out;

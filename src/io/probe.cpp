@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -41,7 +42,7 @@ std::string ProbeResult::mode() const {
 }
 
 Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t block, int qd, uint64_t max_bytes,
-                                double max_seconds, uint64_t seed) {
+                                double max_seconds, uint64_t seed, uint64_t footprint) {
   if (block == 0 || block % 4096 || qd < 1) return error("probe: block must be a multiple of 4096 and qd >= 1");
   ProbeResult r;
   r.direct = true;
@@ -59,13 +60,19 @@ Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t 
     fds.t.push_back({fd, uint64_t(st.st_size) / block});
   }
   if (fds.t.empty()) return error("probe: no file of at least {} bytes", block);
-  std::vector<uint8_t*> bufs(static_cast<size_t>(qd), nullptr);
-  // The engine's kind of buffer (io_buffer.h), so the probe measures what the engine can get.
-  for (auto& b : bufs) b = alloc_io_buffer(block);
-  if (std::find(bufs.begin(), bufs.end(), nullptr) != bufs.end()) {
-    for (auto* b : bufs) free_io_buffer(b);
-    return error("probe: cannot allocate {} buffers of {} bytes", qd, block);
-  }
+  // One region of slots (the engine's kind of buffer, io_buffer.h), written
+  // once before the clock starts so that page faults are not timed; the
+  // reads take the slots in turn (see probe.h for why not just qd buffers).
+  const size_t slots = size_t(std::max<uint64_t>(uint64_t(qd), (footprint + block - 1) / block));
+  uint8_t* region = alloc_io_buffer(slots * block);
+  if (!region) return error("probe: cannot allocate {} bytes for its reads", slots * block);
+  std::memset(region, 0, slots * block);
+  r.footprint = slots * block;
+  struct FreeRegion {
+    uint8_t* p;
+    ~FreeRegion() { free_io_buffer(p); }
+  } free_region{region};
+  auto slot_at = [&](size_t i) { return region + i * block; };
   std::mt19937_64 rng(seed);
   auto pick = [&](Target*& t, uint64_t& off) {
     t = &fds.t[rng() % fds.t.size()];
@@ -79,28 +86,32 @@ Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t 
     r.uring = true;
     uint64_t issued = 0;
     int in_flight = 0;
-    auto issue = [&](int slot) {
+    std::deque<size_t> free_slots;  // oldest first, so the reads go round the whole region
+    for (size_t i = 0; i < slots; ++i) free_slots.push_back(i);
+    auto issue = [&] {
       Target* t;
       uint64_t off;
       pick(t, off);
+      const size_t slot = free_slots.front();
+      free_slots.pop_front();
       io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-      io_uring_prep_read(sqe, t->fd, bufs[slot], unsigned(block), off);
+      io_uring_prep_read(sqe, t->fd, slot_at(slot), unsigned(block), off);
       io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(uintptr_t(slot)));
       issued += block;
       in_flight++;
     };
-    for (int s = 0; s < qd && issued < max_bytes; ++s) issue(s);
+    for (int s = 0; s < qd && issued < max_bytes; ++s) issue();
     while (in_flight > 0) {
       io_uring_submit_and_wait(&ring, 1);
       io_uring_cqe* cqe;
       while (io_uring_peek_cqe(&ring, &cqe) == 0) {
-        const int slot = int(uintptr_t(io_uring_cqe_get_data(cqe)));
+        free_slots.push_back(size_t(uintptr_t(io_uring_cqe_get_data(cqe))));
         const int res = cqe->res;
         io_uring_cqe_seen(&ring, cqe);
         in_flight--;
         if (res < 0 && failure.ok()) failure = error("probe: read failed: {}", std::strerror(-res));
         if (res > 0) r.bytes += uint64_t(res);
-        if (failure.ok() && issued < max_bytes && elapsed() < max_seconds) issue(slot);
+        if (failure.ok() && issued < max_bytes && elapsed() < max_seconds) issue();
       }
     }
     io_uring_queue_exit(&ring);
@@ -110,23 +121,24 @@ Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t 
     std::vector<std::thread> th;
     for (int s = 0; s < qd; ++s)
       th.emplace_back([&, s] {
-        while (issued.fetch_add(block) < max_bytes && elapsed() < max_seconds) {
+        // Thread s goes round the slots s, s + qd, s + 2 qd, ...
+        for (size_t slot = size_t(s); issued.fetch_add(block) < max_bytes && elapsed() < max_seconds;) {
           Target* t;
           uint64_t off;
           {
             std::lock_guard<std::mutex> lock(mu);
             pick(t, off);
           }
-          ssize_t n = ::pread(t->fd, bufs[s], block, off_t(off));
+          ssize_t n = ::pread(t->fd, slot_at(slot), block, off_t(off));
           if (n <= 0) break;
           done += uint64_t(n);
+          slot = slot + size_t(qd) < slots ? slot + size_t(qd) : size_t(s);
         }
       });
     for (auto& t : th) t.join();
     r.bytes = done;
   }
   r.seconds = elapsed();
-  for (auto* b : bufs) free_io_buffer(b);
   if (!failure.ok()) return failure;
   r.mb_s = r.seconds > 0 ? double(r.bytes) / r.seconds / 1e6 : 0;
   return r;

@@ -3,6 +3,12 @@
 // (pread threads where unavailable). Used by prepare (to place experts in
 // proportion to drive rates) and by `run --stats` (the yardstick for the
 // engine's achieved rate). Also the host facts `doctor` reports.
+//
+// The reads land in turn in the slots of a pre-faulted region of at least
+// kProbeFootprint bytes, as the engine's land in its arena and RAM tier: on a
+// virtual machine a probe that reused qd buffers (8 MiB here) stayed in the
+// host's cache and read 2.7-3.0 GB/s where 32 MiB or more read 2.0-2.1 GB/s
+// (docs/STORE.md, "The probe's destination").
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,19 +18,24 @@
 
 namespace deltafin::io {
 
+// The least memory the probe's reads rotate through.
+inline constexpr uint64_t kProbeFootprint = uint64_t(64) << 20;
+
 struct ProbeResult {
   double mb_s = 0;
   uint64_t bytes = 0;
   double seconds = 0;
   bool direct = false;
   bool uring = false;
+  uint64_t footprint = 0;  // bytes the reads rotated through
   std::string mode() const;
 };
 
 // Reads until `max_bytes` or `max_seconds`, whichever comes first. Offsets are
 // multiples of `block` inside the files (each file at least one block long).
+// The reads rotate through max(footprint, qd x block) bytes.
 Result<ProbeResult> probe_files(const std::vector<std::string>& files, uint64_t block, int qd, uint64_t max_bytes,
-                                double max_seconds, uint64_t seed = 1);
+                                double max_seconds, uint64_t seed = 1, uint64_t footprint = kProbeFootprint);
 
 // Writes a temporary file of `bytes` under `dir`, syncs it, probes it, removes it.
 Result<ProbeResult> probe_directory(const std::string& dir, uint64_t bytes, uint64_t block, int qd, double max_seconds);

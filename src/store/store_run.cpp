@@ -46,6 +46,10 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
                   "With --stats: seconds of each raw drive probe (one before and one after the run, per drive); "
                   "a drive whose rate drifts needs longer probes")
       ->check(CLI::Range(0.05, 600.0));
+  cmd->add_option("--probe-footprint-mib", o.probe_footprint_mib,
+                  "With --stats: MiB of memory the probe's reads go round (0: one buffer per read in flight, "
+                  "which a host's cache may hold; docs/STORE.md)")
+      ->check(CLI::Range(uint64_t(0), uint64_t(1) << 16))->capture_default_str();
   return store;
 }
 
@@ -184,7 +188,7 @@ std::string spine_check_line(const StoreModel& sm, const StoreRunOptions& o) {
 Result<io::ProbeResult> probe_store_drive(const StoreExpertSource& src, const StoreRunOptions& o, int drive,
                                           uint64_t seed) {
   return io::probe_files(src.drive_files(drive), src.manifest().span_bytes, src.engine().options().queue_depth,
-                         64ull << 30, o.probe_seconds, seed);
+                         64ull << 30, o.probe_seconds, seed, o.probe_footprint_mib << 20);
 }
 
 std::vector<double> probe_store_drives(const StoreExpertSource& src, const StoreRunOptions& o) {
@@ -241,9 +245,10 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
       } else {
         const double before = d < probe_before.size() ? probe_before[d] : 0.0;
         const double ref = before > 0 ? 0.5 * (before + pr->mb_s) : pr->mb_s;
-        probe = fmt::format("raw probe {}{:.1f} MB/s after ({}, random {} KiB reads at QD {}) -> engine at {:.0f}% of {}",
+        probe = fmt::format("raw probe {}{:.1f} MB/s after ({}, random {} KiB reads at QD {} into {} MiB) -> engine "
+                            "at {:.0f}% of {}",
                             before > 0 ? fmt::format("{:.1f} MB/s before, ", before) : "", pr->mb_s, pr->mode(),
-                            src.manifest().span_bytes / 1024, qd, ref > 0 ? 100 * achieved / ref : 0.0,
+                            src.manifest().span_bytes / 1024, qd, pr->footprint >> 20, ref > 0 ? 100 * achieved / ref : 0.0,
                             before > 0 ? "their mean" : "the probe");
       }
     }

@@ -42,6 +42,7 @@ struct StoreRunOptions {
   bool heat = true;  // read STORE/heat.json for the tier's warm start, and add this run's counts to it
   bool probe = true;           // with --stats: measure each drive's raw rate before and after the run
   double probe_seconds = 1.0;  // per drive, per probe
+  uint64_t probe_footprint_mib = io::kProbeFootprint >> 20;  // memory the probe's reads go round (io/probe.h)
   // Opens the fetcher of a streamed store (set by the commands, which link
   // the HTTP client: hub/expert_fetcher.h); unset, a streamed store runs
   // offline on the experts already local.
