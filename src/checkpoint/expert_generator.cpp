@@ -28,6 +28,11 @@ std::string ExpertGenerator::record_json() const {
                               {"preset", preset.name},     {"experts_gb", preset.experts_gb},
                               {"seed", seed},              {"expert_bytes", expert_bytes()},
                               {"num_experts", preset.experts}, {"moe_layers", preset_moe_layers(preset)}};
+  // The spine's routing options (the experts do not depend on them), so that a
+  // rerun of make-model --store with other ones rewrites the spine; absent
+  // where 0, so records written before them read the same.
+  if (preset.route_skew != 0) j["route_skew"] = preset.route_skew;
+  if (preset.route_persist != 0) j["route_persist"] = preset.route_persist;
   return j.dump(2) + "\n";
 }
 

@@ -190,9 +190,49 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
     const double u = uniform_pm1(rng);
     return i < live ? centre + spread * u : 0.0;
   };
+  // The token ring (ModelPreset::route_persist, docs/RAM_TIER.md). Text
+  // token i (of R = text_ranks) gets two unit-variance vectors from their own
+  // generator, the same in both tensors: a point on a smooth closed curve,
+  // ring_i[d] = sum over k = 1..8 of a_dk cos(2 pi k i / R) + b_dk sin(...),
+  // and a plain random identity id_i. Its embedding row is
+  // kRingGain x (sqrt(W) ring_i + sqrt(1 - W) id_i), large enough to outweigh
+  // what the layers add to the residual stream, and lm_head row i + 1 is
+  // id_i: greedy decoding walks i, i + 1, i + 2, ... while consecutive
+  // tokens, neighbours on the ring, enter every router alike.
+  constexpr int kRingHarmonics = 8;
+  constexpr double kRingGain = 64;
+  const bool embed = ends_with(n, "embed_tokens.weight"), head = ends_with(n, "lm_head.weight");
+  const int64_t R = p.text_ranks, Hd = p.hidden;
+  std::vector<double> ring, ids;  // [R, H] each
+  if (p.route_persist > 0 && (embed || head) && R > 1) {
+    Mt19937_64 ring_rng(splitmix64(seed ^ splitmix64(fnv1a("route_persist ring"))));
+    std::vector<double> ab(size_t(Hd) * kRingHarmonics * 2);
+    for (auto& x : ab) x = std::sqrt(3.0) * uniform_pm1(ring_rng);
+    ring.resize(size_t(R * Hd));
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t d = 0; d < Hd; ++d) {
+        double x = 0;
+        for (int k = 1; k <= kRingHarmonics; ++k) {
+          const double th = 2 * M_PI * double(k) * double(i) / double(R);
+          const size_t at = size_t((d * kRingHarmonics + k - 1) * 2);
+          x += ab[at] * std::cos(th) + ab[at + 1] * std::sin(th);
+        }
+        ring[size_t(i * Hd + d)] = x / std::sqrt(double(kRingHarmonics));
+      }
+    ids.resize(size_t(R * Hd));
+    for (auto& x : ids) x = std::sqrt(3.0) * uniform_pm1(ring_rng);
+  }
+  auto ring_value = [&](uint64_t i, double plain) {
+    const int64_t row = int64_t(i) / Hd, d = int64_t(i) % Hd;
+    if (row >= R) return plain;  // the special tokens keep their plain rows
+    const double rms = spread / std::sqrt(3.0);  // the plain rows' RMS
+    const double w = p.route_persist;
+    if (embed) return kRingGain * rms * (std::sqrt(w) * ring[size_t(row * Hd + d)] + std::sqrt(1 - w) * ids[size_t(row * Hd + d)]);
+    return rms * ids[size_t(((row + R - 1) % R) * Hd + d)];
+  };
   const bool skewed = p.route_skew > 0 && ends_with(n, "e_score_correction_bias");
   for (uint64_t i = 0; i < count; ++i) {
-    double x = value(i);
+    double x = ring.empty() ? value(i) : ring_value(i, value(i));
     if (skewed) x += p.route_skew * (-std::log(1.0 - 0.5 * (uniform_pm1(rng) + 1.0) * 0.999999999) - std::log(2.0));
     const float v = float(x);
     if (t.dtype == DType::BF16) {

@@ -33,6 +33,13 @@ struct ModelPreset {
   // experts per layer are chosen far more often than the median, as in the
   // real K3. 0: the plain small random bias (and the same bytes as before).
   double route_skew = 0;
+  // Token-to-token persistence of the routing (make-model --route-persist W,
+  // docs/RAM_TIER.md): text tokens' embeddings blend a point on a smooth
+  // ring (weight W) with a random identity, scaled to dominate the residual
+  // stream, and lm_head maps each token's identity to the next token, so
+  // greedy decoding walks along the ring and consecutive tokens route alike.
+  // 0: the plain random rows (and the same bytes as before).
+  double route_persist = 0;
 
   int bos_id() const { return text_ranks; }
   int eos_id() const { return text_ranks + 2; }

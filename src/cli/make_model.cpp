@@ -21,7 +21,7 @@ struct MakeModelArgs {
   std::vector<std::string> drives;
   uint64_t seed = 1;
   double experts_gb = 0;
-  double route_skew = 0;
+  double route_skew = 0, route_persist = 0;
   int pause_ms = 0;
   bool quiet = false;
 };
@@ -57,7 +57,10 @@ int run_make_model(const MakeModelArgs& a) {
   if (a.preset == "dspark") return run_make_dspark(a);
   if (!a.target.empty()) return fail("--target goes with --preset dspark");
   auto preset = find_preset(a.preset, a.experts_gb);
-  if (preset.ok()) preset->route_skew = a.route_skew;
+  if (preset.ok()) {
+    preset->route_skew = a.route_skew;
+    preset->route_persist = a.route_persist;
+  }
   if (!preset.ok()) return fail(preset.message());
   if (a.store.empty() != a.drives.empty()) return fail("--store and --drive go together");
   PrepareOptions o;
@@ -95,6 +98,10 @@ void setup(CLI::App& root) {
                   "Popularity skew of the routing: each MoE layer's correction bias gets S x (Exp(1) - ln 2) per "
                   "expert, so a few experts are routed far more often (docs/RAM_TIER.md; 0: uniform)")
       ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--route-persist", args->route_persist,
+                  "Token-to-token persistence of the routing: text tokens' embeddings put weight W on a smooth ring "
+                  "that greedy decoding walks along (docs/RAM_TIER.md; 0: off, below 1)")
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--store", args->store,
                   "write the routed experts straight into this store (as `prepare` would); --out gets only the spine");
   cmd->add_option("--drive", args->drives, "with --store: drive root for expert packs, DIR or DIR:MBPS (repeatable)");

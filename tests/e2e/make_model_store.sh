@@ -40,6 +40,14 @@ P=(--prompt-ids 3,1,4,1,5,9 --max-new 2 --print-ids --threads 2)
 "$BIN" run --store "$T/store" "${P[@]}" --dump-logits "$T/b.bin" > "$T/b.txt"
 cmp "$T/a.bin" "$T/b.bin" || { echo "FAIL: logits differ"; exit 1; }
 cmp "$T/a.txt" "$T/b.txt" || { echo "FAIL: ids differ"; exit 1; }
+# A rerun into the same spine directory with another routing option rewrites
+# the spine (its generator record names the option), not only the store.
+before=$(cat "$T"/spine/*.safetensors | md5sum)
+mkdir -p "$T/d2"
+"$BIN" make-model --preset k3-shaped --experts-gb $GB --out "$T/spine" --seed 4 --store "$T/store2" \
+    --drive "$T/d2" --route-persist 0.85 --quiet > /dev/null
+[[ $(cat "$T"/spine/*.safetensors | md5sum) != "$before" ]] || { echo "FAIL: spine kept after --route-persist"; exit 1; }
+grep -q '"route_persist": 0.85' "$T/spine/deltafin-expert-generator.json" || { echo "FAIL: option not recorded"; exit 1; }
 # Option errors.
 expect_fail() {  # expect_fail MESSAGE_PART ARGS...
   local want=$1; shift

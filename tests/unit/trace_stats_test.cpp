@@ -2,12 +2,14 @@
 // worked out by hand (in the comments), the tier replay's policy and Belady
 // counts, the CLI's JSON, and errors naming the line.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "sim/route_gen.h"
 #include "sim/route_steps.h"
@@ -204,6 +206,48 @@ TEST_F(TraceStatsTest, RouteSkewSkewsTheRecordedRouting) {
   for (const auto& e : fs::directory_iterator(dir + "/m2"))
     if (e.path().extension() == ".safetensors") {
       EXPECT_EQ(testing::slurp(e.path().string()), testing::slurp(dir + "/m0/" + e.path().filename().string()))
+          << e.path();
+    }
+}
+
+// make-model --route-persist: greedy decoding walks along the token ring
+// (most steps go from token i to i + 1), and consecutive tokens route alike
+// (persistence far above the plain model's); 0 writes the default's bytes.
+TEST_F(TraceStatsTest, RoutePersistMakesConsecutiveTokensRouteAlike) {
+  const std::string bin = DELTAFIN_BINARY;
+  double persistence[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const std::string m = fmt::format("{}/p{}", dir, i), trace = fmt::format("{}/p{}.jsonl", dir, i),
+                      ids = fmt::format("{}/p{}.ids", dir, i);
+    ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --route-persist {} "
+                                               "--out {} > /dev/null",
+                                               bin, i ? "0.85" : "0", m)),
+              0);
+    ASSERT_EQ(testing::run_command(fmt::format("{} run --model {} --prompt-ids 11,22,33,44,55,66,77,88 --max-new 48 "
+                                               "--threads 2 --route-trace {} --print-ids > {} 2>/dev/null",
+                                               bin, m, trace, ids)),
+              0);
+    auto t = sim::read_trace_routes(trace, 896);
+    ASSERT_TRUE(t.ok()) << t.message();
+    persistence[i] = sim::trace_stats(*t, {}, {}, 8).persistence;
+    if (i == 1) {
+      std::istringstream in(testing::slurp(ids));
+      std::vector<int> out;
+      for (int id; in >> id;) out.push_back(id);
+      ASSERT_GE(out.size(), 40u);
+      int steps_up = 0;
+      for (size_t k = 1; k < out.size(); ++k) steps_up += out[k] == out[k - 1] + 1;
+      EXPECT_GT(steps_up, int(out.size() * 3 / 4)) << testing::slurp(ids);
+    }
+  }
+  EXPECT_LT(persistence[0], 0.10);
+  EXPECT_GT(persistence[1], 0.25) << persistence[0] << " vs " << persistence[1];
+  ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --out {}/p2 > /dev/null",
+                                             bin, dir)),
+            0);
+  for (const auto& e : fs::directory_iterator(dir + "/p0"))
+    if (e.path().extension() == ".safetensors") {
+      EXPECT_EQ(testing::slurp(e.path().string()), testing::slurp(dir + "/p2/" + e.path().filename().string()))
           << e.path();
     }
 }
