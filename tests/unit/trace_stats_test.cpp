@@ -179,26 +179,32 @@ TEST_F(TraceStatsTest, CliWritesJsonAndNamesBadLines) {
 namespace deltafin {
 namespace {
 
+// A k3-shaped model of 0.05 GB made with `options` into `model`, and the
+// statistics of a 48-token greedy run's recorded routes (the ids to `ids`).
+sim::TraceStats recorded_routes(const std::string& model, const std::string& options, const std::string& ids) {
+  const std::string bin = DELTAFIN_BINARY, trace = model + ".jsonl";
+  EXPECT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 {} --out {} > /dev/null",
+                                             bin, options, model)),
+            0);
+  EXPECT_EQ(testing::run_command(fmt::format("{} run --model {} --prompt-ids 11,22,33,44,55,66,77,88 --max-new 48 "
+                                             "--threads 2 --route-trace {} --print-ids > {} 2>/dev/null",
+                                             bin, model, trace, ids)),
+            0);
+  auto t = sim::read_trace_routes(trace, 896);
+  EXPECT_TRUE(t.ok()) << t.message();
+  return t.ok() ? sim::trace_stats(*t, {}, {}, 8) : sim::TraceStats{};
+}
+
 // make-model --route-skew: the routing a run records is measurably more
 // skewed than without it (each layer's top tenth of experts takes a larger
 // share of routes), and 0 writes the very checkpoint the default does.
 TEST_F(TraceStatsTest, RouteSkewSkewsTheRecordedRouting) {
   const std::string bin = DELTAFIN_BINARY;
   double share[2] = {0, 0};
-  for (int i = 0; i < 2; ++i) {
-    const std::string m = fmt::format("{}/m{}", dir, i), trace = fmt::format("{}/r{}.jsonl", dir, i);
-    ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --route-skew {} --out {} "
-                                               "> /dev/null",
-                                               bin, i ? "0.05" : "0", m)),
-              0);
-    ASSERT_EQ(testing::run_command(fmt::format("{} run --model {} --prompt-ids 11,22,33,44,55,66,77,88 --max-new 48 "
-                                               "--threads 2 --route-trace {} > /dev/null 2>&1",
-                                               bin, m, trace)),
-              0);
-    auto t = sim::read_trace_routes(trace, 896);
-    ASSERT_TRUE(t.ok()) << t.message();
-    share[i] = sim::trace_stats(*t, {}, {}, 8).top_tenth_share;
-  }
+  for (int i = 0; i < 2; ++i)
+    share[i] = recorded_routes(fmt::format("{}/m{}", dir, i), fmt::format("--route-skew {}", i ? "0.05" : "0"),
+                               "/dev/null")
+                   .top_tenth_share;
   EXPECT_GT(share[1], share[0] + 0.15) << share[0] << " vs " << share[1];
   ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --out {}/m2 > /dev/null", bin, dir)), 0);
   for (const char* f : {"config.json", "model.safetensors.index.json"})
@@ -217,19 +223,9 @@ TEST_F(TraceStatsTest, RoutePersistMakesConsecutiveTokensRouteAlike) {
   const std::string bin = DELTAFIN_BINARY;
   double persistence[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
-    const std::string m = fmt::format("{}/p{}", dir, i), trace = fmt::format("{}/p{}.jsonl", dir, i),
-                      ids = fmt::format("{}/p{}.ids", dir, i);
-    ASSERT_EQ(testing::run_command(fmt::format("{} make-model --preset k3-shaped --experts-gb 0.05 --route-persist {} "
-                                               "--out {} > /dev/null",
-                                               bin, i ? "0.85" : "0", m)),
-              0);
-    ASSERT_EQ(testing::run_command(fmt::format("{} run --model {} --prompt-ids 11,22,33,44,55,66,77,88 --max-new 48 "
-                                               "--threads 2 --route-trace {} --print-ids > {} 2>/dev/null",
-                                               bin, m, trace, ids)),
-              0);
-    auto t = sim::read_trace_routes(trace, 896);
-    ASSERT_TRUE(t.ok()) << t.message();
-    persistence[i] = sim::trace_stats(*t, {}, {}, 8).persistence;
+    const std::string ids = fmt::format("{}/p{}.ids", dir, i);
+    persistence[i] = recorded_routes(fmt::format("{}/p{}", dir, i), fmt::format("--route-persist {}", i ? "0.85" : "0"), ids)
+                         .persistence;
     if (i == 1) {
       std::istringstream in(testing::slurp(ids));
       std::vector<int> out;
