@@ -196,11 +196,12 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
   // ring_i[d] = sum over k = 1..8 of a_dk cos(2 pi k i / R) + b_dk sin(...),
   // and a plain random identity id_i. Its embedding row is
   // kRingGain x (sqrt(W) ring_i + sqrt(1 - W) id_i), large enough to outweigh
-  // what the layers add to the residual stream, and lm_head row i + 1 is
+  // what the layers add to the residual stream (64 was not: with larger
+  // experts the walk broke off and looped), and lm_head row i + 1 is
   // id_i: greedy decoding walks i, i + 1, i + 2, ... while consecutive
   // tokens, neighbours on the ring, enter every router alike.
   constexpr int kRingHarmonics = 8;
-  constexpr double kRingGain = 64;
+  constexpr double kRingGain = 512;
   const bool embed = ends_with(n, "embed_tokens.weight"), head = ends_with(n, "lm_head.weight");
   const int64_t R = p.text_ranks, Hd = p.hidden;
   std::vector<double> ring, ids;  // [R, H] each

@@ -118,7 +118,7 @@ void setup(CLI::App& root) {
   cmd->add_option("--ram-age-every", a.age_every,
                   "The tier policy's ageing period: scores halve every N requests (0: 8 x slots, at least 1024)");
   cmd->add_option("--ram-window", a.window,
-                  "The tier policy's recency window in slots (-1: one token's requests, none if that is over half the slots; 0: frequency only)")
+                  "The tier policy's recency window in slots (-1: three tokens' requests, at most half the slots, none if one token's are over half; 0: frequency only)")
       ->check(CLI::Range(int64_t(-1), int64_t(1) << 40));
   cmd->add_option("--json", a.json_out, "Write the statistics as JSON to this file");
   cmd->callback([] { set_exit_code(run(a)); });

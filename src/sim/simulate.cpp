@@ -22,7 +22,7 @@ Result<SimReport> simulate(const SimOptions& opts, const SimWorkload& w) {
   std::vector<SimRead> reads;
   std::unique_ptr<TierGroups> tier;
   if (w.ram_slots > 0) {
-    // The window holds one token's requests: the smallest step's (a prefill block's union is larger).
+    // The window is sized from one token's requests: the smallest step's (a prefill block's union is larger).
     size_t per_token = 0;
     for (const RouteStep& step : w.steps) {
       size_t n = 0;

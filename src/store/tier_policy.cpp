@@ -10,7 +10,11 @@ size_t tier_window(size_t slots, size_t requests_per_token) {
   // before the next token could reuse them: it only takes slots from the
   // frequency part (on a K3-statistics trace at 0.4% of the experts, 1.5%
   // of requests from RAM with it, 3.6% without; docs/RAM_TIER.md).
-  return requests_per_token <= slots / 2 ? requests_per_token : 0;
+  if (requests_per_token > slots / 2) return 0;
+  // Routing persists over a few tokens, not only to the next one: a window of
+  // kWindowTokens tokens' requests, at most half the slots (docs/RAM_TIER.md,
+  // "The window's length").
+  return std::min(kWindowTokens * requests_per_token, slots / 2);
 }
 
 TierPolicy::TierPolicy(size_t keys, size_t slots, uint64_t age_every, size_t window)

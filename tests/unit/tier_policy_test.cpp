@@ -119,9 +119,12 @@ uint64_t rss_bytes() {
 // One token's requests (K3: 92 MoE layers x 16), or none when that is over
 // half the slots; 1/16 of the slots when not known; an explicit window is
 // capped at half the slots.
-TEST(TierPolicy, TheDefaultWindowIsOneTokensRequestsOrNone) {
-  EXPECT_EQ(tier_window(3545, 1472), 1472u);
-  EXPECT_EQ(tier_window(2944, 1472), 1472u);  // exactly half
+TEST(TierPolicy, TheDefaultWindowIsThreeTokensRequestsAtMostHalfOrNone) {
+  EXPECT_EQ(tier_window(10469, 1472), 4416u);  // real K3, 256 GB: 3 tokens' requests
+  EXPECT_EQ(tier_window(8832, 1472), 4416u);   // exactly half
+  EXPECT_EQ(tier_window(8831, 1472), 4415u);   // capped at half the slots
+  EXPECT_EQ(tier_window(3545, 1472), 1772u);
+  EXPECT_EQ(tier_window(2944, 1472), 1472u);  // one token's requests are exactly half
   EXPECT_EQ(tier_window(2943, 1472), 0u);
   EXPECT_EQ(tier_window(330, 1472), 0u);
   EXPECT_EQ(tier_window(48, 0), 3u);

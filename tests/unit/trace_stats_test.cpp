@@ -224,16 +224,17 @@ TEST_F(TraceStatsTest, RoutePersistMakesConsecutiveTokensRouteAlike) {
   double persistence[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
     const std::string ids = fmt::format("{}/p{}.ids", dir, i);
-    persistence[i] = recorded_routes(fmt::format("{}/p{}", dir, i), fmt::format("--route-persist {}", i ? "0.85" : "0"), ids)
+    persistence[i] = recorded_routes(fmt::format("{}/p{}", dir, i), i ? "--route-persist 0.8 --seed 7" : "--route-persist 0", ids)
                          .persistence;
     if (i == 1) {
       std::istringstream in(testing::slurp(ids));
       std::vector<int> out;
       for (int id; in >> id;) out.push_back(id);
       ASSERT_GE(out.size(), 40u);
-      int steps_up = 0;
-      for (size_t k = 1; k < out.size(); ++k) steps_up += out[k] == out[k - 1] + 1;
-      EXPECT_GT(steps_up, int(out.size() * 3 / 4)) << testing::slurp(ids);
+      // Every generated token is the next on the ring of the 256 text tokens:
+      // the walk never leaves it (with the embedding at 64x, what the layers
+      // add broke it after 18 tokens with seed 7, and later runs repeated a short loop).
+      for (size_t k = 9; k < out.size(); ++k) EXPECT_EQ(out[k], (out[k - 1] + 1) % 256) << k << ": " << testing::slurp(ids);
     }
   }
   EXPECT_LT(persistence[0], 0.10);
