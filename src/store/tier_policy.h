@@ -29,14 +29,14 @@
 namespace deltafin {
 
 // The window's size: kWindowTokens tokens' expert requests (MoE layers x
-// experts per token x 3: routing persists from one token to the next and,
+// experts per token each: routing persists from one token to the next and,
 // more weakly, a few tokens on), at most half the slots; or 1/16 of the slots
 // when the requests per token are not known (0). When one token's requests
 // are more than half the slots there is no window (0: frequency only), since
 // a smaller one cannot keep a token's experts until the next token. On an
 // engine trace with K3's persistence three tokens' window gives 88-90% of
 // Belady at 10-25% of the experts where one token's gave 69-79%; on a trace
-// without persistence it costs up to 4 points (docs/RAM_TIER.md).
+// without persistence it costs up to 1.2 points (docs/RAM_TIER.md).
 constexpr size_t kWindowTokens = 3;
 size_t tier_window(size_t slots, size_t requests_per_token);
 constexpr size_t kDefaultWindow = size_t(-1);  // tier_window(slots, 0)

@@ -116,9 +116,9 @@ uint64_t rss_bytes() {
   return 0;
 }
 
-// One token's requests (K3: 92 MoE layers x 16), or none when that is over
-// half the slots; 1/16 of the slots when not known; an explicit window is
-// capped at half the slots.
+// Three tokens' requests (K3: 92 MoE layers x 16 each), at most half the
+// slots, or none when one token's are over half the slots; 1/16 of the slots
+// when not known; an explicit window is capped at half the slots.
 TEST(TierPolicy, TheDefaultWindowIsThreeTokensRequestsAtMostHalfOrNone) {
   EXPECT_EQ(tier_window(10469, 1472), 4416u);  // real K3, 256 GB: 3 tokens' requests
   EXPECT_EQ(tier_window(8832, 1472), 4416u);   // exactly half
