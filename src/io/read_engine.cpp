@@ -693,6 +693,11 @@ bool ReadEngine::finished(const ReadHandle& h) const {
   return h->done;
 }
 
+bool ReadEngine::landed(const ReadHandle& h) const {
+  std::lock_guard<std::mutex> lock(h->mu);
+  return h->done || h->verify_pending;
+}
+
 EngineStats ReadEngine::stats() const {
   EngineStats s;
   for (size_t i = 0; i < impl_->drives.size(); ++i) {

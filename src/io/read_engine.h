@@ -118,6 +118,9 @@ class ReadEngine {
   // its buffer. (A read whose bytes are in but not yet verified is not over:
   // its checksum is checked by wait().)
   bool finished(const ReadHandle& h) const;
+  // Every byte of the read is in (its checksum perhaps still to check in
+  // wait()), or it is over: wait() would not block on a drive.
+  bool landed(const ReadHandle& h) const;
   // When the last byte of the read's latest attempt arrived (before its
   // checksum); the epoch if none has. What a drive model predicts.
   std::chrono::steady_clock::time_point bytes_in_at(const ReadHandle& h) const;

@@ -64,6 +64,11 @@ class ExpertSource {
   // The most experts one begin() may ask for (a bounded read arena); the
   // MoE fetches a larger union in tiles of at most this many.
   virtual size_t max_batch() const { return SIZE_MAX; }
+  // True when wait(i) of the last begin() would not block now (a RAM tier
+  // hit, a read already in). The MoE computes such experts first while the
+  // others are still read; a hint only, it never changes what wait() returns.
+  // Safe to call from several threads at once. Default: nothing is known.
+  virtual bool ready(size_t /*i*/) const { return false; }
   // Starts reading experts of a layer not yet begun, most likely first, as
   // far as the source's prefetch budget allows. Default: nothing to do.
   virtual void prefetch(int /*layer*/, std::span<const int> /*experts*/) {}
@@ -81,6 +86,7 @@ class CheckpointExpertSource : public ExpertSource {
   // The mapping is already there: begin() fills every out[i], wait() has nothing to do.
   Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
   Status wait(size_t) override { return {}; }
+  bool ready(size_t) const override { return true; }
   ExpertSourceStats stats() const override { return stats_; }
 
  private:

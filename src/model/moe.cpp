@@ -66,15 +66,49 @@ void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, std::span<const
   for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, route_out + size_t(slots[r]) * LT);
 }
 
+// Hands out a tile's experts to the computing threads, each exactly once:
+// the first one that is ready (no wait: a RAM tier hit, a read already in)
+// among the next kLookahead not yet taken in request order, else the
+// earliest not yet taken (reads finish roughly in request order). So the
+// threads compute the tier's hits while the misses are still read, where
+// request order had them wait on a miss with hits behind it. Each expert
+// writes only its own route slots, so the order cannot change a value.
+class ExpertPicker {
+ public:
+  ExpertPicker(const ExpertSource& src, std::vector<uint8_t>& claimed, size_t n) : src_(src), claimed_(claimed), n_(n) {
+    claimed_.assign(n, 0);  // no allocation once the workspace has held a tile this large
+  }
+  // The next expert to compute, n when none is left.
+  size_t next() {
+    size_t lo = cursor_.load(std::memory_order_relaxed);
+    while (lo < n_ && taken(lo)) ++lo;
+    cursor_.store(lo, std::memory_order_relaxed);  // a hint: a stale value only makes a scan longer
+    const size_t end = std::min(n_, lo + kLookahead);
+    for (size_t u = lo; u < end; ++u)
+      if (!taken(u) && src_.ready(u) && take(u)) return u;
+    for (size_t u = lo; u < n_; ++u)
+      if (take(u)) return u;
+    return n_;
+  }
+
+ private:
+  static constexpr size_t kLookahead = 64;
+  bool taken(size_t u) { return std::atomic_ref<uint8_t>(claimed_[u]).load(std::memory_order_relaxed) != 0; }
+  bool take(size_t u) { return std::atomic_ref<uint8_t>(claimed_[u]).exchange(1, std::memory_order_acq_rel) == 0; }
+  const ExpertSource& src_;
+  std::vector<uint8_t>& claimed_;
+  const size_t n_;
+  std::atomic<size_t> cursor_{0};
+};
+
 // Computes the experts of one begin() (union members [first, first + n), views
 // in ws.expert_views) as each becomes ready, while later ones are still
-// arriving. Each thread takes whole experts in request order as it frees up
-// (reads finish roughly in that order), so small products do not pay a
-// hand-off each and no thread waits on a late half while the other has
-// nothing left; with fewer experts than threads each product is split over
-// the threads instead. Each expert writes only its own route slots, so the
-// order in which experts finish cannot change any value. Returns the
-// compute's idle time waiting for experts (per pool thread when parallel).
+// arriving. Each thread takes whole experts as it frees up (ExpertPicker:
+// ready ones first), so small products do not pay a hand-off each and no
+// thread waits on a late half while the other has nothing left; with fewer
+// experts than threads each product is split over the threads instead.
+// Returns the compute's idle time waiting for experts (per pool thread when
+// parallel).
 struct TileTimes {
   double waited = 0;    // per pool thread
   double products = 0;  // summed over threads
@@ -86,9 +120,10 @@ Result<TileTimes> compute_tile(const ModelConfig& cfg, ExpertSource& src, size_t
     return std::span<const int>(ws.slot_list.data() + a, b - a);
   };
   const size_t P = size_t(pool->size());
+  ExpertPicker picker(src, ws.expert_claimed, n);
   TileTimes times;
   if (P == 1 || n < P) {
-    for (size_t u = 0; u < n; ++u) {
+    for (size_t u = picker.next(); u < n; u = picker.next()) {
       const auto w0 = Clock::now();
       DF_TRY(src.wait(u));
       const auto c0 = Clock::now();
@@ -100,12 +135,11 @@ Result<TileTimes> compute_tile(const ModelConfig& cfg, ExpertSource& src, size_t
   }
   std::mutex mu;
   Status failed;
-  std::atomic<size_t> next{0};
   pool->parallel_for(P, 1, [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) {
       double my_wait = 0, my_products = 0;
       Status my_status;
-      for (size_t u = next++; u < n && my_status.ok(); u = next++) {
+      for (size_t u = picker.next(); u < n && my_status.ok(); u = picker.next()) {
         const auto w0 = Clock::now();
         my_status = src.wait(u);
         const auto c0 = Clock::now();

@@ -79,6 +79,7 @@ struct Workspace {
   std::vector<int> slot_list;        // route slots (t * top_k + i), grouped by expert, ascending
   std::vector<int> expert_count;     // [experts]
   std::vector<ExpertWeights> expert_views;
+  std::vector<uint8_t> expert_claimed;  // a tile's experts a thread took (std::atomic_ref), [tile]
   std::vector<int> guess_ids;
 
   std::vector<ThreadScratch> threads;  // [pool size]

@@ -63,23 +63,18 @@ const uint8_t* RamTier::lookup(int key) {
   return slot_ptr(s);
 }
 
-uint8_t* RamTier::take(int key, bool speculative) {
+uint8_t* RamTier::reserve(int key) {
   int evicted = -1;
-  const int s = policy_.admit(key, [&](int slot) { return pinned_[size_t(slot)] != 0; }, &evicted, speculative);
-  if (s < 0) return nullptr;
+  const int s = policy_.admit(key, [&](int slot) { return pinned_[size_t(slot)] != 0; }, &evicted);
+  if (s < 0) {
+    ++stats_.bypassed;
+    return nullptr;
+  }
   if (evicted >= 0) ++stats_.evictions;
   pinned_[size_t(s)] = 1;  // reserved: never a victim while its read is in flight
   pinned_list_.push_back(s);
   return slot_ptr(s);
 }
-
-uint8_t* RamTier::reserve(int key) {
-  uint8_t* p = take(key, false);
-  if (!p) ++stats_.bypassed;
-  return p;
-}
-
-uint8_t* RamTier::reserve_guess(int key) { return take(key, true); }
 
 void RamTier::publish(uint8_t* slot, int key) {
   policy_.publish(slot_index(slot), key);

@@ -3,8 +3,10 @@
 // memory-lock limit allows), holding experts whose reads already arrived and
 // verified, chosen by TierPolicy. Slots are filled by the read engine's own
 // reads (the store source points a miss's read at a tier slot), so a fill
-// costs no extra read and no copy; a slot is published only after its read's
-// checksum and MXFP4 scales checked, so a corrupted read never enters.
+// costs no extra read and no copy (but for a prefetch guess, read into the
+// arena before it was asked for: its bytes are copied once it is); a slot is
+// published only after its read's checksum and MXFP4 scales checked, so a
+// corrupted read never enters.
 // Single-threaded by design: only the store source's begin()/prefetch()
 // (the engine's MoE thread) calls it; the I/O threads write into reserved
 // slots and compute threads read pinned ones, both synchronised by the read
@@ -55,10 +57,6 @@ class RamTier {
   // A slot for a miss's read (pinned), or nullptr: bypass. Counts the miss
   // as bypassed when it returns nullptr.
   uint8_t* reserve(int key);
-  // reserve() for a speculative read: never counted as a request, and never
-  // let in through the policy's recency window (a wrong guess must not push
-  // out what was just used).
-  uint8_t* reserve_guess(int key);
   // The read into `slot` (from reserve) verified / failed or dropped.
   void publish(uint8_t* slot, int key);
   void abandon(uint8_t* slot);
@@ -72,7 +70,6 @@ class RamTier {
       : policy_(keys, slots, age_every, window), span_(span), pinned_(slots, 0) {}
   uint8_t* slot_ptr(int s) const { return base_ + uint64_t(s) * span_; }
   int slot_index(const uint8_t* p) const { return int(uint64_t(p - base_) / span_); }
-  uint8_t* take(int key, bool speculative);
   TierPolicy policy_;
   uint64_t span_;
   uint8_t* base_ = nullptr;

@@ -4,7 +4,8 @@
 // scale bytes here) and hands out views into arena buffers that stay valid
 // until the next begin(). With a RAM tier (ram_tier.h) a resident expert
 // needs no read at all, and a miss the tier admits is read straight into
-// its tier slot, published there once its checks passed.
+// its tier slot, published there once its checks passed (a claimed prefetch
+// guess, already read into the arena, is copied into its slot instead).
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -55,11 +56,14 @@ class StoreExpertSource : public ExpertSource {
   ~StoreExpertSource() override;
   Status begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) override;
   Status wait(size_t i) override;
+  // A tier hit, or a read whose bytes are in (a claimed guess, usually).
+  bool ready(size_t i) const override;
   ExpertSourceStats stats() const override;
   size_t max_batch() const override { return arena_->max_slots(); }
   // Speculative reads under the engine's prefetch budget, into arena slots
   // that demand's reserve never lends out; begin() claims the ones it asks
-  // for (promoting those still queued to demand) and cancels the rest.
+  // for (promoting those still queued to demand) and cancels the rest. A
+  // guess never takes a tier slot: a claimed one is admitted as a miss.
   void prefetch(int layer, std::span<const int> experts) override;
 
   io::ReadEngine& engine() { return *engine_; }
@@ -97,8 +101,7 @@ class StoreExpertSource : public ExpertSource {
 
   struct Speculative {
     int layer = -1, expert = -1;
-    uint8_t* slot = nullptr;
-    bool in_tier = false;  // slot is a reserved tier slot, not an arena buffer
+    uint8_t* slot = nullptr;  // an arena buffer
     io::ReadHandle handle;
   };
   std::vector<Speculative> spec_;     // issued by prefetch(), not yet claimed
@@ -109,8 +112,11 @@ class StoreExpertSource : public ExpertSource {
 
   std::vector<uint8_t*> held_;
   // Per expert of the last begin(): 0 arena buffer, 1 tier slot being filled,
-  // 2 resident tier slot (a hit: no read); fills also record passing checks.
+  // 2 resident tier slot (a hit: no read), 3 a claimed guess read into an
+  // arena buffer whose verified bytes wait() copies into the tier slot
+  // copy_to_[i]; fills also record passing checks.
   std::vector<char> tier_use_, verified_;
+  std::vector<uint8_t*> copy_to_;
   std::vector<int> keys_;  // the last begin()'s tier keys, one per request (-1: not in the store)
   void tier_snapshot();  // copies the tier's counters into stats_
   uint64_t part_offset_[6] = {}, part_bytes_[6] = {};

@@ -13,10 +13,11 @@
 //    never lets in); when the window is full, its least recently used
 //    resident leaves it: into the main part if its score is strictly higher
 //    than the main part's lowest (which is evicted), else out of the tier;
-//  - a speculative read (a prefetch guess) never enters the window: it takes
-//    a free slot or the main part's lowest when its score is strictly higher,
-//    else it bypasses the tier;
-//  - with a window of 0 slots every miss is admitted that second way.
+//  - with a window of 0 slots a miss takes a free slot or the main part's
+//    lowest when its score is strictly higher, else it bypasses the tier.
+// A prefetch guess is not a request: the store admits it only once begin()
+// asks for it, as the demand miss it has then become (store_source.h), so
+// the decisions are the same with or without guesses.
 // Slots the caller pins are never taken. Scores may be seeded (the store's
 // heat file) so a new process starts with yesterday's favourites winning ties.
 #pragma once
@@ -61,9 +62,8 @@ class TierPolicy {
   // For a miss: a slot that `key`'s read may fill, taken from the policy's
   // view at once (the evicted resident, if any, is gone: `*evicted` gets its
   // key, else -1); -1: bypass. Slots with pinned(slot) true are never taken.
-  // speculative: a prefetch guess (never enters through the window).
   template <class Pinned>
-  int admit(int key, Pinned pinned, int* evicted, bool speculative = false);
+  int admit(int key, Pinned pinned, int* evicted);
   // The read into `slot` verified: `key` becomes resident there (if it is
   // resident in another slot already, this slot is freed instead).
   void publish(int slot, int key);
@@ -118,9 +118,9 @@ std::set<std::pair<double, int>>::iterator TierPolicy::lowest_below(double than,
 }
 
 template <class Pinned>
-int TierPolicy::admit(int key, Pinned pinned, int* evicted, bool speculative) {
+int TierPolicy::admit(int key, Pinned pinned, int* evicted) {
   *evicted = -1;
-  const bool window = !speculative && window_slots_ > 0;
+  const bool window = window_slots_ > 0;
   if (!free_.empty()) {
     const int s = free_.back();
     free_.pop_back();

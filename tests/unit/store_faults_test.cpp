@@ -459,8 +459,41 @@ TEST_F(StoreFaults, RamTierEvictsUnderItsBudget) {
   for (int e = 0; e < 3; ++e) EXPECT_FALSE((*src)->tier()->resident(rf.man.moe_index(layer) * 32 + e)) << e;
 }
 
+// A prefetch guess is read into the arena, never a tier slot; once begin()
+// asks for it, the tier admits it as the miss it has become, and the copy
+// it keeps is the checkpoint's bytes.
+TEST_F(StoreFaults, RamTierAdmitsAClaimedGuessLikeAMiss) {
+  const std::string store = prepare(2, "");
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  StoreReadOptions ro;
+  ro.ram_tier_bytes = 5 * rf.man.span_bytes;
+  auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+  ASSERT_TRUE(src.ok()) << src.message();
+  const int layer = rf.man.moe_layers[0];
+  const int base = rf.man.moe_index(layer) * rf.man.num_experts;
+  const RamTier* t = (*src)->tier();
+  (*src)->prefetch(layer, std::vector<int>{3, 4, 9});
+  EXPECT_EQ(t->policy().free_slots(), 5u);  // guesses take no tier slot
+  ThreadPool pool(2);
+  ASSERT_EQ(mismatches(**src, rf, layer, {3, 4, 7}, &pool), 0);  // claims 3 and 4, drops 9
+  ASSERT_TRUE((*src)->begin(layer, {}, {}).ok());                // publishes the fills
+  ExpertSourceStats st = (*src)->stats();
+  EXPECT_EQ(st.prefetch_issued, 3u);
+  EXPECT_EQ(st.prefetch_hits, 2u);
+  EXPECT_EQ(st.ram_misses, 3u);
+  EXPECT_EQ(st.ram_fills, 3u);
+  for (int e : {3, 4, 7}) EXPECT_TRUE(t->resident(base + e)) << e;
+  EXPECT_FALSE(t->resident(base + 9));  // the unclaimed guess never entered
+  // Served from RAM now, the copies byte for byte the checkpoint's.
+  ASSERT_EQ(mismatches(**src, rf, layer, {3, 4, 7}, &pool), 0);
+  st = (*src)->stats();
+  EXPECT_EQ(st.ram_hits, 3u);
+  EXPECT_EQ(st.ram_misses, 3u);
+}
+
 // Fills (the I/O threads writing tier slots) and use (compute threads reading
-// resident ones) at once, with guesses read into tier slots, abandoned
+// resident ones) at once, with claimed guesses copied into tier slots, abandoned
 // begins and evictions; at the end no slot is lost (every one resident or
 // free). Runs under TSan in CI.
 TEST_F(StoreFaults, RamTierConcurrentFillAndUse) {

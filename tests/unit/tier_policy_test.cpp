@@ -168,15 +168,6 @@ TEST(TierPolicy, MissesEnterTheWindowAndOnlyAHigherScoreMovesOnToMain) {
   EXPECT_EQ(p.slot_of(2), -1);
   EXPECT_EQ(p.resident_in_window(), 2u);  // 5 and 6
   EXPECT_EQ(p.resident(), 4u);
-  // A guess never enters through the window: 7 (score 0) is not above
-  // main's lowest (3 at 1) and bypasses; 8 at 3 is, and takes 3's slot.
-  EXPECT_EQ(p.admit(7, none, &evicted, /*speculative=*/true), -1);
-  for (int i = 0; i < 3; ++i) p.use(8);
-  const int s8 = p.admit(8, none, &evicted, true);
-  EXPECT_EQ(s8, 3);
-  EXPECT_EQ(evicted, 3);
-  p.publish(s8, 8);
-  EXPECT_EQ(p.resident_in_window(), 2u);
   // Pinned window residents are passed over: with 5 and 6 pinned, 9 (at 1)
   // falls back to the main part, where nothing is lower: bypass.
   p.use(9);
