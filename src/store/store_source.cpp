@@ -203,15 +203,16 @@ void StoreExpertSource::settle() {
     if (!waited_[i] && handles_[i]) (void)engine_->wait(handles_[i]);  // returns once the engine no longer writes the buffer
   for (size_t i = 0; i < held_.size(); ++i) {
     if (!held_[i]) continue;
-    if (tier_use_[i] == 0 || tier_use_[i] == 3) arena_->release(held_[i]);
-    uint8_t* fill = tier_use_[i] == 1 ? held_[i] : tier_use_[i] == 3 ? copy_to_[i] : nullptr;
+    const Held h = held_as_[i];
+    if (h == Held::kArena || h == Held::kArenaToTier) arena_->release(held_[i]);
+    uint8_t* fill = h == Held::kTierFill ? held_[i] : h == Held::kArenaToTier ? copy_to_[i] : nullptr;
     if (fill && verified_[i]) tier_->publish(fill, keys_[i]);
     else if (fill) tier_->abandon(fill);  // failed, or never waited for: never enters
   }
   handles_.clear();
   waited_.clear();
   held_.clear();
-  tier_use_.clear();
+  held_as_.clear();
   copy_to_.clear();
   verified_.clear();
   if (tier_) tier_->unpin_all();
@@ -246,7 +247,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   handles_.assign(experts.size(), nullptr);
   held_.assign(experts.size(), nullptr);
   waited_.assign(experts.size(), 0);
-  tier_use_.assign(experts.size(), 0);
+  held_as_.assign(experts.size(), Held::kArena);
   copy_to_.assign(experts.size(), nullptr);
   verified_.assign(experts.size(), 0);
   // Each request's index into uses_ and the tier (-1: not in the store; request() reports it).
@@ -262,7 +263,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
       // so this block's hits are pinned before a miss may evict anything.
       if (const uint8_t* p = tier_->lookup(keys_[i])) {
         held_[i] = const_cast<uint8_t*>(p);
-        tier_use_[i] = 2;
+        held_as_[i] = Held::kTierHit;
         continue;
       }
     }
@@ -280,19 +281,19 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   std::vector<io::ReadRequest> reqs;
   std::vector<size_t> where;
   for (size_t i = 0; i < experts.size(); ++i) {
-    if (held_[i] && tier_use_[i] == 0 && tier_ && keys_[i] >= 0) {
+    if (held_[i] && held_as_[i] == Held::kArena && tier_ && keys_[i] >= 0) {
       // A claimed guess, read into the arena, is now a demand miss: the tier
       // admits it as it would any miss, and wait() copies its verified bytes
       // into the slot (the read is not repeated). When guesses took tier
       // slots by score instead, 16 guesses per row cut the hit rate from
       // 64.8% to 57.4% on the 2x model (docs/RAM_TIER.md).
-      if ((copy_to_[i] = tier_->reserve(keys_[i]))) tier_use_[i] = 3;
+      if ((copy_to_[i] = tier_->reserve(keys_[i]))) held_as_[i] = Held::kArenaToTier;
     }
     if (held_[i]) continue;
     auto req = request(layer, experts[i]);
     if (!req.ok()) return req.status();
     uint8_t* slot = tier_ ? tier_->reserve(keys_[i]) : nullptr;
-    if (slot) tier_use_[i] = 1;
+    if (slot) held_as_[i] = Held::kTierFill;
     if (!slot) slot = arena_->try_take(io::Purpose::Demand);
     if (!slot) {
       reap_dropped(true);  // slots of cancelled prefetches come back once their reads are over
@@ -318,11 +319,11 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
 bool StoreExpertSource::ready(size_t i) const {
   // Only wait(i) writes per-request state (waited_, verified_), never these.
   if (i >= handles_.size()) return false;
-  return tier_use_[i] == 2 || (handles_[i] && engine_->landed(handles_[i]));
+  return held_as_[i] == Held::kTierHit || (handles_[i] && engine_->landed(handles_[i]));
 }
 
 Status StoreExpertSource::wait(size_t i) {
-  const bool hit = i < tier_use_.size() && tier_use_[i] == 2;
+  const bool hit = i < held_as_.size() && held_as_[i] == Held::kTierHit;
   if (i >= handles_.size() || (!handles_[i] && !hit)) return error("layer {}: expert slot {} was not requested", layer_, i);
   const uint8_t* base = held_[i];
   if (!hit) {  // a resident slot passed these checks when it was filled
@@ -334,7 +335,7 @@ Status StoreExpertSource::wait(size_t i) {
       if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
         return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_,
                      experts_[i], kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
-    if (tier_use_[i] == 3) {  // a claimed guess the tier admits: its slot gets the verified bytes
+    if (held_as_[i] == Held::kArenaToTier) {  // a claimed guess the tier admits: its slot gets the verified bytes
       std::memcpy(copy_to_[i], base, man_.expert_bytes);
       base = copy_to_[i];
     }

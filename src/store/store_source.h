@@ -111,11 +111,15 @@ class StoreExpertSource : public ExpertSource {
   void drop_unclaimed();
 
   std::vector<uint8_t*> held_;
-  // Per expert of the last begin(): 0 arena buffer, 1 tier slot being filled,
-  // 2 resident tier slot (a hit: no read), 3 a claimed guess read into an
-  // arena buffer whose verified bytes wait() copies into the tier slot
-  // copy_to_[i]; fills also record passing checks.
-  std::vector<char> tier_use_, verified_;
+  // Where each expert of the last begin() is held.
+  enum class Held : char {
+    kArena,        // an arena buffer
+    kTierFill,     // a tier slot its read fills
+    kTierHit,      // a resident tier slot (no read)
+    kArenaToTier,  // a claimed guess in an arena buffer; wait() copies it into copy_to_[i]
+  };
+  std::vector<Held> held_as_;
+  std::vector<char> verified_;  // a read passed its checks (fills are published only then)
   std::vector<uint8_t*> copy_to_;
   std::vector<int> keys_;  // the last begin()'s tier keys, one per request (-1: not in the store)
   void tier_snapshot();  // copies the tier's counters into stats_
