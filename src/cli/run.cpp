@@ -318,7 +318,8 @@ int run(const RunOptions& o) {
   if (o.stats && sm.source) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     std::fprintf(stderr, "%s\n", spine_check_line(sm, o.store).c_str());
-    for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait, probe_before))
+    for (const auto& line : store_stats_lines(*sm.source, o.store, wall, stats.forward.seconds_expert_wait, probe_before,
+                                                sm.model->guess_stats()))
       std::fprintf(stderr, "%s\n", line.c_str());
   }
   return interrupted ? 130 : 0;

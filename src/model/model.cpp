@@ -88,16 +88,31 @@ class Model::Guesser : public layers::NextLayerGuesser {
     }
     float* logits = ws.guess_logits.take(T * E);
     ops::matmul(N.router, gx, T, logits, m_.pool_.get());
-    const int per_row = std::min({m_.prefetch_per_row_, int(E), 64});
+    // With a learned count every rank up to its cap is ranked (and scored
+    // once the layer has run), however few are read.
+    GuessDepth* depth = m_.guess_depth_.get();
+    const int cap = std::min({depth ? depth->max_per_row() : m_.prefetch_per_row_, int(E), 64});
+    const int per_row = depth ? std::min(depth->per_row(next_), cap) : cap;
+    Model::PendingGuess* pending = depth ? &m_.pending_guess_[size_t(next_)] : nullptr;
+    if (pending) {
+      pending->first_position = pos0_;
+      pending->rows = T;
+      pending->ranks = cap;
+      pending->ranked.resize(T * size_t(cap));
+    }
     int picks[64];
     float unused[64];
     auto& guess = ws.guess_ids;
     guess.clear();
     for (size_t t = 0; t < T; ++t) {
-      layers::route(logits + t * E, N.correction_bias.data(), int(E), per_row, picks, unused, ts);
+      layers::route(logits + t * E, N.correction_bias.data(), int(E), cap, picks, unused, ts);
+      if (pending) std::copy(picks, picks + cap, pending->ranked.begin() + std::ptrdiff_t(t * size_t(cap)));
       for (int i = 0; i < per_row; ++i)
         if (std::find(guess.begin(), guess.end(), picks[i]) == guess.end()) guess.push_back(picks[i]);
     }
+    m_.guess_stats_.blocks += 1;
+    m_.guess_stats_.rows += T;
+    m_.guess_stats_.per_row_sum += uint64_t(per_row) * T;
     if (m_.guess_observer_) m_.guess_observer_(pos0_, next_, T, guess);
     m_.experts_->prefetch(next_, guess);
   }
@@ -112,6 +127,33 @@ class Model::Guesser : public layers::NextLayerGuesser {
 
 Model::Model() = default;
 Model::~Model() = default;
+
+void Model::set_prefetch(int per_row) {
+  prefetch_per_row_ = per_row;
+  guess_depth_.reset();
+}
+
+void Model::set_prefetch_auto(int max_per_row, double min_precision) {
+  const int cap = std::min(max_per_row, 64);
+  prefetch_per_row_ = cap;
+  guess_depth_ =
+      cap > 0 ? std::make_unique<GuessDepth>(cfg_.num_layers, cap, min_precision, std::min(cap, 4)) : nullptr;
+  pending_guess_.assign(size_t(cfg_.num_layers), PendingGuess{});
+}
+
+// The guess made for this block of MoE layer `layer` (if any) against its routes.
+void Model::score_guess(int layer, int64_t first_position, size_t T) {
+  if (!guess_depth_) return;
+  PendingGuess& g = pending_guess_[size_t(layer)];
+  if (g.rows == T && g.first_position == first_position) {
+    const size_t K = size_t(cfg_.moe.top_k), R = size_t(g.ranks);
+    const auto& ids = ws_->route_ids;
+    for (size_t t = 0; t < T; ++t)
+      guess_depth_->score(layer, std::span<const int>(g.ranked.data() + t * R, R),
+                          std::span<const int>(ids.data() + t * K, K));
+  }
+  g.rows = 0;
+}
 
 Result<std::unique_ptr<Model>> Model::open(const std::string& dir, int threads) {
   DF_ASSIGN(auto ck, Checkpoint::open(dir));
@@ -339,6 +381,7 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
       st.seconds_shared += ms.seconds_shared;
       st.expert_bytes += ms.bytes;
       st.experts_used += ms.experts;
+      score_guess(l, session.length, T);
     }
     kernels::add(f, p, T * H);
     if (NC && capture_slot_[size_t(l)] >= 0)

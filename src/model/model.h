@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "model/config.h"
 #include "model/expert_source.h"
+#include "model/guess_depth.h"
 #include "model/session.h"
 #include "model/weights.h"
 #include "model/workspace.h"
@@ -101,7 +102,17 @@ class Model {
   // row are handed to ExpertSource::prefetch while this layer computes. A guess only moves
   // reads earlier: every expert used is still the one the real router picks,
   // so tokens and logits are unchanged. 0 turns it off.
-  void set_prefetch(int per_row) { prefetch_per_row_ = per_row; }
+  void set_prefetch(int per_row);
+  // The same, with the guesses per row learned per layer (GuessDepth): up to
+  // `max_per_row`, as many as there are ranks whose guesses were routed at
+  // least `min_precision` of the time lately; 4 per row until a layer is scored.
+  void set_prefetch_auto(int max_per_row, double min_precision);
+  // Next-layer guesses so far: blocks guessed for, their rows, and the
+  // guesses per row read ahead summed over those rows.
+  struct GuessStats {
+    uint64_t blocks = 0, rows = 0, per_row_sum = 0;
+  };
+  GuessStats guess_stats() const { return guess_stats_; }
   // Cancellation: while `flag` is set, forward() returns Status::cancelled()
   // before its next layer (the session is then unspecified, as on any error).
   // nullptr (the default) never cancels. The flag must outlive its use.
@@ -117,6 +128,18 @@ class Model {
   RouteObserver route_observer_;
   GuessObserver guess_observer_;
   int prefetch_per_row_ = 0;
+  std::unique_ptr<GuessDepth> guess_depth_;  // set_prefetch_auto; null for a fixed count
+  // Per MoE layer: the ranked guesses made for its next block, scored against
+  // its routes once it has run (auto only).
+  struct PendingGuess {
+    int64_t first_position = -1;
+    size_t rows = 0;
+    int ranks = 0;
+    std::vector<int> ranked;  // [rows][ranks]
+  };
+  std::vector<PendingGuess> pending_guess_;
+  GuessStats guess_stats_;
+  void score_guess(int layer, int64_t first_position, size_t T);
   const std::atomic<bool>* cancel_ = nullptr;
   std::vector<int> next_moe_;  // per layer: the next MoE layer after it, or -1
   // AttnRes pseudo-query folded with its key-norm weight, per layer (c = w ⊙ q).

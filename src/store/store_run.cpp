@@ -1,6 +1,8 @@
 #include "store/store_run.h"
 
+#include <charconv>
 #include <filesystem>
+#include <optional>
 
 #include "io/probe.h"
 #include "model/memory_plan.h"
@@ -8,6 +10,18 @@
 #include "store/spine_pack.h"
 
 namespace deltafin {
+
+namespace {
+
+// A fixed --prefetch count; nullopt for "auto" and for anything invalid.
+std::optional<int> fixed_prefetch(const std::string& v) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > 1024) return std::nullopt;
+  return n;
+}
+
+}  // namespace
 
 CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
   auto* store = cmd->add_option("--store", o.store, "Model store written by `deltafin prepare`");
@@ -17,8 +31,12 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
   cmd->add_option("--queue-depth", o.queue_depth, "Store reads in flight per drive")->check(CLI::Range(1, 1024));
   cmd->add_option("--prefetch", o.prefetch,
                   "Experts per row to guess for the next MoE layer (its router on the state known so far) and "
-                  "read ahead; exact: only read timing changes (0: off)")
-      ->check(CLI::Range(0, 1024));
+                  "read ahead, or 'auto' (per layer, as many as its guesses are mostly right); exact: only read "
+                  "timing changes (0: off)")
+      ->check([](const std::string& v) -> std::string {
+        return v == "auto" || fixed_prefetch(v) ? "" : "expects auto or a number 0..1024";
+      })
+      ->capture_default_str();
   cmd->add_option("--prefetch-depth", o.prefetch_depth,
                   "Of the reads in flight per drive, at most this many are prefetches (-1: queue depth / 2)")
       ->check(CLI::Range(-1, 1024));
@@ -133,7 +151,10 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
   }
   std::unique_ptr<ExpertSource> experts = std::move(src);
   DF_ASSIGN(sm.model, Model::open_with(std::move(spine), std::move(experts), threads));
-  sm.model->set_prefetch(o.prefetch);
+  if (o.prefetch == "auto")
+    sm.model->set_prefetch_auto(kAutoGuessCap * sm.model->config().moe.top_k, kAutoGuessPrecision);
+  else
+    sm.model->set_prefetch(fixed_prefetch(o.prefetch).value_or(0));
   if (const RamTier* t = sm.source->tier()) {
     const uint64_t all = uint64_t(man.moe_layers.size()) * uint64_t(man.num_experts);
     sm.tier_line = fmt::format("{}store: ram tier {} of {} experts ({:.3f} GB, {:.1f}% of the routed experts), {}, "
@@ -201,7 +222,8 @@ std::vector<double> probe_store_drives(const StoreExpertSource& src, const Store
 }
 
 std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall,
-                                           double wait, const std::vector<double>& probe_before) {
+                                           double wait, const std::vector<double>& probe_before,
+                                           const Model::GuessStats& guesses) {
   std::vector<std::string> out;
   out.push_back(fmt::format("store: spine {}", spine_label(src.manifest().spine_dtype)));
   const io::EngineStats s = src.engine().stats();
@@ -225,10 +247,14 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
                               double(es.streamed_experts) * double(src.manifest().expert_bytes) / 1e6,
                               src.fetched()->local_count(), src.manifest().experts.size()));
   }
-  if (o.prefetch > 0) {
+  if (o.prefetch == "auto" || fixed_prefetch(o.prefetch).value_or(0) > 0) {
+    const std::string per_row =
+        o.prefetch != "auto" ? o.prefetch
+                             : fmt::format("auto ({:.1f} on average)",
+                                           guesses.rows ? double(guesses.per_row_sum) / double(guesses.rows) : 0.0);
     out.push_back(fmt::format("store: prefetch {} guesses per row for the next MoE layer: {} reads issued, {} used "
                               "({:.1f}%), {} dropped ({:.1f} MB read or queued for nothing)",
-                              o.prefetch, es.prefetch_issued, es.prefetch_hits,
+                              per_row, es.prefetch_issued, es.prefetch_hits,
                               es.prefetch_issued ? 100.0 * es.prefetch_hits / es.prefetch_issued : 0.0,
                               es.prefetch_issued - es.prefetch_hits,
                               (es.prefetch_issued - es.prefetch_hits) * src.manifest().span_bytes / 1e6));

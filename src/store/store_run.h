@@ -15,6 +15,14 @@
 
 namespace deltafin {
 
+// `--prefetch auto`: guesses per row up to this many times top_k, read ahead
+// while at least this share of a rank's recent guesses were routed. A wrong
+// guess costs a whole read, a right one only starts a read early: where the
+// drive is the bound, guesses right one time in two slowed decode
+// (docs/STORE.md, "How many guesses").
+inline constexpr int kAutoGuessCap = 2;
+inline constexpr double kAutoGuessPrecision = 0.75;
+
 struct StoreRunOptions {
   std::string store;
   std::string verify = "on";   // on | off
@@ -26,9 +34,13 @@ struct StoreRunOptions {
   // docs/STORE.md has the measurement).
   int queue_depth = 4;
   // Experts per row guessed for the next MoE layer and read ahead
-  // (Model::set_prefetch); 0: off. 4 guesses at 2 of 4 reads in flight were
-  // the fastest of the settings measured on the k3-shaped model (docs/STORE.md).
-  int prefetch = 4;
+  // (Model::set_prefetch): a number (0: off) or "auto", learned per layer
+  // (Model::set_prefetch_auto: up to kAutoGuessCap x top_k per row, the ranks
+  // whose guesses were routed at least kAutoGuessPrecision of the time). A
+  // fixed 4 was the fastest measured before the RAM tier (docs/STORE.md); with
+  // the tier, 16 on the k3-shaped model, whose guesses are nearly all right
+  // (docs/RAM_TIER.md).
+  std::string prefetch = "auto";
   // Of the reads in flight per drive, at most this many are prefetches
   // (-1: half the queue depth, at least one).
   int prefetch_depth = -1;
@@ -93,7 +105,9 @@ std::vector<double> probe_store_drives(const StoreExpertSource& src, const Store
 // `probe_before`: the rates probe_store_drives gave before the run (may be
 // empty); the probe is repeated after the run and the engine's rate is
 // compared with the mean of the two, so drift during the run shows.
+// `guesses`: the model's next-layer guesses (Model::guess_stats).
 std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const StoreRunOptions& o, double wall_seconds,
-                                           double wait_seconds, const std::vector<double>& probe_before);
+                                           double wait_seconds, const std::vector<double>& probe_before,
+                                           const Model::GuessStats& guesses);
 
 }  // namespace deltafin

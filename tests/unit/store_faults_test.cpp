@@ -120,7 +120,7 @@ TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
   const std::string store = prepare(3, "--replicate-hot 40");
   // --arena-mib 0.1 holds 3 of tiny's experts: each layer's union of the
   // 9-row prompt block is read in tiles.
-  for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off", "--prefetch 4",
+  for (const char* mode : {"", "--io pread", "--io pread --direct off", "--verify off", "--prefetch 4", "--prefetch 0",
                            "--prefetch 16 --prefetch-depth 3 --queue-depth 4", "--arena-mib 0.1"}) {
     ASSERT_EQ(run("--store " + store, "s", mode), 0) << mode << ": " << err("s");
     expect_identical_to_model("s");
@@ -133,6 +133,14 @@ TEST_F(StoreFaults, RunFromStoreIsBitIdenticalOnEveryIoMode) {
   ASSERT_NE(line, std::string::npos) << e;
   ASSERT_NE(issued, std::string::npos) << e;
   EXPECT_GT(std::stoul(e.substr(issued + std::strlen(" reads issued, "))), 0u) << e;
+  // The default, auto: the count it learned, and reads it issued.
+  ASSERT_EQ(run("--store " + store, "a", "--stats --no-probe"), 0) << err("a");
+  const std::string ea = err("a");
+  const size_t la = ea.find("prefetch auto ("), ia = ea.find(" reads issued, ", la);
+  ASSERT_NE(la, std::string::npos) << ea;
+  ASSERT_NE(ia, std::string::npos) << ea;
+  EXPECT_GT(std::stod(ea.substr(la + std::strlen("prefetch auto ("))), 0.0) << ea;
+  EXPECT_GT(std::stoul(ea.substr(ia + std::strlen(" reads issued, "))), 0u) << ea;
   // Tiles read each expert of a block's union once, as one begin() does.
   for (const char* arena : {"8192", "0.1"}) {
     ASSERT_EQ(run("--store " + store, arena, fmt::format("--prefetch 0 --arena-mib {} --stats-json {}/{}.json", arena, dir, arena)), 0)
