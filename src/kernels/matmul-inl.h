@@ -341,13 +341,22 @@ struct I8Rows {
 // line per scale (16 KiB in all, of which a model touches the few lines of
 // the scales it uses), so the decode looks values up instead of
 // multiplying a table per group.
+// flipped[s][k] (k < 8) is products[s][k] with the bits of k xor-ed into
+// bits 28..30 (the AVX2 decode below xors them out again together with the
+// sign): a bit pattern, not a value to compute with.
 struct E8M0Table {
   float v[256];
   alignas(64) float products[256][16];
+  alignas(32) uint32_t flipped[256][8];
   E8M0Table() {
     for (int s = 0; s < 256; ++s) {
       v[s] = e8m0_to_f32(uint8_t(s));
       for (int k = 0; k < 16; ++k) products[s][k] = kE2M1[k] * v[s];
+      for (uint32_t k = 0; k < 8; ++k) {
+        uint32_t bits;
+        std::memcpy(&bits, &products[s][k], 4);
+        flipped[s][k] = bits ^ (k << 28);
+      }
     }
   }
 };
@@ -385,21 +394,19 @@ struct Mxfp4Rows {
       w[1] = VF{_mm512_permutexvar_ps(hn::ShiftRight<4>(u).raw, tbl.raw)};
 #elif HWY_TARGET == HWY_AVX2
       static_assert(N == 8);
-      // Codes 0..7 and 8..15 each fill one 8-lane table; bit 3 of the code
-      // (moved to the sign bit) selects between them. vpermps reads only the
-      // low 3 index bits.
-      const float* products = e8m0->products[scales[g]];
-      const VF pos_tbl = hn::Load(df, products);
-      const VF neg_tbl = hn::Load(df, products + 8);
+      // Codes 8..15 are codes 0..7 negated, and so are their products (a
+      // sign flip is exact): one vpermps on the low 3 bits of the code picks
+      // from the 8 non-negative products, then the code shifted to bits
+      // 28..31 is xor-ed in: its bit 3 lands on the sign, and its low 3 bits
+      // undo those the table was stored with (E8M0Table::flipped). Half the
+      // permutes of a lookup in two tables and a blend, and no mask
+      // (docs/KERNELS.md, "MXFP4 on AVX2").
+      const VF tbl = hn::BitCast(df, hn::Load(du, e8m0->flipped[scales[g]]));
       for (size_t c = 0; c < 2; ++c) {
-        const auto u = hn::PromoteTo(du, hn::LoadU(d8, p + c * 8));
-        const auto hi = hn::ShiftRight<4>(u);
-        w[2 * c] = hn::IfNegativeThenElse(hn::BitCast(df, hn::ShiftLeft<28>(u)),
-                                          VF{_mm256_permutevar8x32_ps(neg_tbl.raw, u.raw)},
-                                          VF{_mm256_permutevar8x32_ps(pos_tbl.raw, u.raw)});
-        w[2 * c + 1] = hn::IfNegativeThenElse(hn::BitCast(df, hn::ShiftLeft<24>(u)),
-                                              VF{_mm256_permutevar8x32_ps(neg_tbl.raw, hi.raw)},
-                                              VF{_mm256_permutevar8x32_ps(pos_tbl.raw, hi.raw)});
+        const auto lo = hn::PromoteTo(du, hn::LoadU(d8, p + c * 8));  // the byte; bits 4..7 shift out below
+        const auto hi = hn::ShiftRight<4>(lo);
+        w[2 * c] = hn::Xor(VF{_mm256_permutevar8x32_ps(tbl.raw, lo.raw)}, hn::BitCast(df, hn::ShiftLeft<28>(lo)));
+        w[2 * c + 1] = hn::Xor(VF{_mm256_permutevar8x32_ps(tbl.raw, hi.raw)}, hn::BitCast(df, hn::ShiftLeft<28>(hi)));
       }
 #else
       // Portable: the same 16 products, picked per element through memory.

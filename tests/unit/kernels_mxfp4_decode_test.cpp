@@ -1,9 +1,10 @@
 // The MXFP4 fast path decodes each weight by looking it up in a table of
-// precomputed products per scale byte (AVX-512) or by a per-group multiply
-// (AVX2). Every byte of nibble pairs, and every code at every lane position,
-// under every kind of scale must decode to the scalar contract's value on
-// every compiled target, and the tiled T > 1 paths must agree with it for T
-// that are not a multiple of the tile height.
+// precomputed products per scale byte: all 16 codes (AVX-512), or the 8
+// non-negative ones with the sign xor-ed in (AVX2). Every byte of nibble
+// pairs, and every code at every lane position, under every kind of scale
+// must decode to the scalar contract's value on every compiled target, and
+// the tiled T > 1 paths must agree with it for T that are not a multiple of
+// the tile height.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
