@@ -110,7 +110,6 @@ class Model::Guesser : public layers::NextLayerGuesser {
       for (int i = 0; i < per_row; ++i)
         if (std::find(guess.begin(), guess.end(), picks[i]) == guess.end()) guess.push_back(picks[i]);
     }
-    m_.guess_stats_.blocks += 1;
     m_.guess_stats_.rows += T;
     m_.guess_stats_.per_row_sum += uint64_t(per_row) * T;
     if (m_.guess_observer_) m_.guess_observer_(pos0_, next_, T, guess);

@@ -107,10 +107,10 @@ class Model {
   // `max_per_row`, as many as there are ranks whose guesses were routed at
   // least `min_precision` of the time lately; 4 per row until a layer is scored.
   void set_prefetch_auto(int max_per_row, double min_precision);
-  // Next-layer guesses so far: blocks guessed for, their rows, and the
-  // guesses per row read ahead summed over those rows.
+  // Next-layer guesses so far: the rows guessed for, and the guesses per row
+  // read ahead summed over those rows.
   struct GuessStats {
-    uint64_t blocks = 0, rows = 0, per_row_sum = 0;
+    uint64_t rows = 0, per_row_sum = 0;
   };
   GuessStats guess_stats() const { return guess_stats_; }
   // Cancellation: while `flag` is set, forward() returns Status::cancelled()
@@ -127,7 +127,7 @@ class Model {
   std::unique_ptr<ThreadPool> pool_;
   RouteObserver route_observer_;
   GuessObserver guess_observer_;
-  int prefetch_per_row_ = 0;
+  int prefetch_per_row_ = 0;  // the fixed count, or auto's cap (> 0: guesses are made)
   std::unique_ptr<GuessDepth> guess_depth_;  // set_prefetch_auto; null for a fixed count
   // Per MoE layer: the ranked guesses made for its next block, scored against
   // its routes once it has run (auto only).
