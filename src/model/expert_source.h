@@ -44,6 +44,7 @@ struct ExpertSourceStats {
   // RAM tier (store only): requests served from RAM, read from a drive,
   // reads published into the tier, misses it did not admit, residents evicted.
   uint64_t ram_hits = 0, ram_misses = 0, ram_fills = 0, ram_bypassed = 0, ram_evictions = 0;
+  uint64_t ram_adopted = 0;  // fills that took a claimed guess's arena buffer in place (no copy)
   uint64_t ram_slots = 0;
   // A streamed store (store only): experts fetched over the network on first
   // use, and the seconds begin() spent fetching them.

@@ -24,6 +24,9 @@ Result<std::unique_ptr<RamTier>> RamTier::create(uint64_t budget_bytes, uint64_t
   void* p = ::mmap(nullptr, t->mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return error("RAM tier: cannot map {} bytes: {}", t->mapped_, std::strerror(errno));
   t->base_ = static_cast<uint8_t*>(p);
+  t->mem_.resize(size_t(n));
+  t->index_.reserve(size_t(n));
+  for (size_t i = 0; i < size_t(n); ++i) t->mem_[i] = t->base_ + i * span_bytes, t->index_[t->mem_[i]] = int(i);
   (void)::madvise(p, t->mapped_, MADV_HUGEPAGE);  // advisory: fewer scatter-gather segments per O_DIRECT read
   // Fault every page in now, at load: a read into a page not yet mapped pays
   // for zeroing it, and those faults made the first fills (the prompt's)
@@ -84,6 +87,18 @@ void RamTier::publish(uint8_t* slot, int key) {
 void RamTier::abandon(uint8_t* slot) {
   policy_.abandon(slot_index(slot));
   ++stats_.abandoned;
+}
+
+uint8_t* RamTier::adopt(uint8_t* reserved, uint8_t* filled) {
+  const int s = slot_index(reserved);
+#ifdef MLOCK_ONFAULT
+  if (locked_) (void)::mlock2(filled, span_, MLOCK_ONFAULT);  // best effort: it stays locked once returned
+#endif
+  index_.erase(reserved);
+  index_[filled] = s;
+  mem_[size_t(s)] = filled;
+  ++stats_.adopted;
+  return reserved;
 }
 
 void RamTier::unpin_all() {

@@ -3,8 +3,9 @@
 // memory-lock limit allows), holding experts whose reads already arrived and
 // verified, chosen by TierPolicy. Slots are filled by the read engine's own
 // reads (the store source points a miss's read at a tier slot), so a fill
-// costs no extra read and no copy (but for a prefetch guess, read into the
-// arena before it was asked for: its bytes are copied once it is); a slot is
+// costs no extra read and no copy (a prefetch guess, read into the arena
+// before it was asked for, is not copied either: once it is claimed, its
+// arena buffer and the slot reserved for it trade places, adopt()); a slot is
 // published only after its read's checksum and MXFP4 scales checked, so a
 // corrupted read never enters.
 // Single-threaded by design: only the store source's begin()/prefetch()
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/memory_limit.h"
@@ -30,6 +32,7 @@ struct RamTierStats {
   uint64_t bypassed = 0;   // misses the policy did not admit (read into the arena)
   uint64_t evictions = 0;  // residents dropped for a newcomer
   uint64_t abandoned = 0;  // reserved slots whose read failed or was dropped
+  uint64_t adopted = 0;    // fills that took a claimed guess's buffer as the slot (adopt)
 };
 
 class RamTier {
@@ -60,6 +63,14 @@ class RamTier {
   // The read into `slot` (from reserve) verified / failed or dropped.
   void publish(uint8_t* slot, int key);
   void abandon(uint8_t* slot);
+  // The slot reserved at `reserved` (not yet published) takes `filled`, a
+  // span-sized buffer from outside the tier that holds its verified bytes,
+  // as its memory; returns the slot's old memory, which the caller owns in
+  // `filled`'s place (the read arena gets it back). A swap of two buffers
+  // instead of a copy of one: the tier's size and the process's memory stay
+  // the same. Locks `filled` as the tier's own pages are locked.
+  uint8_t* adopt(uint8_t* reserved, uint8_t* filled);
+  uint64_t span_bytes() const { return span_; }
   // Ends a begin(): its hits and fills may be evicted again.
   void unpin_all();
   bool resident(int key) const { return policy_.slot_of(key) >= 0; }
@@ -68,8 +79,8 @@ class RamTier {
  private:
   RamTier(size_t slots, uint64_t span, size_t keys, uint64_t age_every, size_t window)
       : policy_(keys, slots, age_every, window), span_(span), pinned_(slots, 0) {}
-  uint8_t* slot_ptr(int s) const { return base_ + uint64_t(s) * span_; }
-  int slot_index(const uint8_t* p) const { return int(uint64_t(p - base_) / span_); }
+  uint8_t* slot_ptr(int s) const { return mem_[size_t(s)]; }
+  int slot_index(const uint8_t* p) const { return index_.at(p); }
   TierPolicy policy_;
   uint64_t span_;
   uint8_t* base_ = nullptr;
@@ -79,6 +90,10 @@ class RamTier {
   std::string lock_note_;
   std::vector<char> pinned_;
   std::vector<int> pinned_list_;
+  // Each slot's memory: its place in the mapping at first, any span-sized
+  // buffer after adopt(); and back from memory to slot.
+  std::vector<uint8_t*> mem_;
+  std::unordered_map<const uint8_t*, int> index_;
   RamTierStats stats_;
 };
 

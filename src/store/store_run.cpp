@@ -236,9 +236,9 @@ std::vector<std::string> store_stats_lines(const StoreExpertSource& src, const S
   if (src.tier()) {
     const uint64_t req = es.ram_hits + es.ram_misses;
     out.push_back(fmt::format("store: ram tier {} slots: {} of {} expert requests from RAM ({:.1f}%), {} read from "
-                              "drives; {} fills, {} not admitted, {} evictions",
+                              "drives; {} fills ({} of them claimed guesses taken in place), {} not admitted, {} evictions",
                               es.ram_slots, es.ram_hits, req, req ? 100.0 * double(es.ram_hits) / double(req) : 0.0,
-                              es.ram_misses, es.ram_fills, es.ram_bypassed, es.ram_evictions));
+                              es.ram_misses, es.ram_fills, es.ram_adopted, es.ram_bypassed, es.ram_evictions));
   }
   if (src.fetched()) {
     out.push_back(fmt::format("store: streamed: {} experts fetched on first use in {:.3f} s ({:.1f} MB); {} of {} "

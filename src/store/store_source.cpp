@@ -74,6 +74,7 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
     DF_ASSIGN(s->tier_, RamTier::create(opts.ram_tier_bytes, m.span_bytes, m.moe_layers.size() * size_t(m.num_experts),
                                         opts.ram_tier_age_every, m.moe_layers.size() * size_t(std::max(0, cfg.moe.top_k))));
     s->stats_.ram_slots = s->tier_->slots();
+    s->adopt_ = s->tier_->span_bytes() == s->arena_->slot_bytes();
     if (opts.tier_seed && opts.tier_seed->counts.size() == s->uses_.size())
       for (size_t k = 0; k < s->uses_.size(); ++k) s->tier_->policy().seed(int(k), opts.tier_seed->per_run(k));
   }
@@ -204,8 +205,16 @@ void StoreExpertSource::settle() {
   for (size_t i = 0; i < held_.size(); ++i) {
     if (!held_[i]) continue;
     const Held h = held_as_[i];
-    if (h == Held::kArena || h == Held::kArenaToTier) arena_->release(held_[i]);
     uint8_t* fill = h == Held::kTierFill ? held_[i] : h == Held::kArenaToTier ? copy_to_[i] : nullptr;
+    if (h == Held::kArenaToTier && verified_[i] && adopt_) {
+      // A claimed guess: its arena buffer (verified, read by this layer's
+      // products) becomes the tier slot, and the slot's memory goes to the
+      // arena. No copy; nothing reads either buffer any more.
+      arena_->release(tier_->adopt(fill, held_[i]));
+      fill = held_[i];
+    } else if (h == Held::kArena || h == Held::kArenaToTier) {
+      arena_->release(held_[i]);
+    }
     if (fill && verified_[i]) tier_->publish(fill, keys_[i]);
     else if (fill) tier_->abandon(fill);  // failed, or never waited for: never enters
   }
@@ -224,7 +233,7 @@ void StoreExpertSource::tier_snapshot() {
   const RamTierStats& t = tier_->stats();
   std::lock_guard<std::mutex> lock(mu_);
   stats_.ram_hits = t.hits, stats_.ram_misses = t.misses, stats_.ram_fills = t.fills;
-  stats_.ram_bypassed = t.bypassed, stats_.ram_evictions = t.evictions;
+  stats_.ram_bypassed = t.bypassed, stats_.ram_evictions = t.evictions, stats_.ram_adopted = t.adopted;
 }
 
 Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::span<ExpertWeights> out) {
@@ -335,7 +344,7 @@ Status StoreExpertSource::wait(size_t i) {
       if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
         return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_,
                      experts_[i], kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
-    if (held_as_[i] == Held::kArenaToTier) {  // a claimed guess the tier admits: its slot gets the verified bytes
+    if (held_as_[i] == Held::kArenaToTier && !adopt_) {  // buffers of another size cannot trade places: copy
       std::memcpy(copy_to_[i], base, man_.expert_bytes);
       base = copy_to_[i];
     }

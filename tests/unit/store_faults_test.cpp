@@ -502,6 +502,46 @@ TEST_F(StoreFaults, RamTierAdmitsAClaimedGuessLikeAMiss) {
   EXPECT_EQ(st.ram_misses, 3u);
 }
 
+// A claimed guess enters the tier without a copy: its arena buffer becomes
+// the tier slot (and the slot's memory goes to the arena), so the bytes the
+// tier serves next are at the address the guess's read wrote, and they are
+// the checkpoint's.
+TEST_F(StoreFaults, RamTierAdoptsAClaimedGuessInPlace) {
+  const std::string store = prepare(2, "");
+  Reference rf;
+  ASSERT_NO_FATAL_FAILURE(open_reference(store, rf));
+  StoreReadOptions ro;
+  ro.ram_tier_bytes = 3 * rf.man.span_bytes;
+  auto src = StoreExpertSource::open(rf.man, rf.cfg, ro, nullptr);
+  ASSERT_TRUE(src.ok()) << src.message();
+  const int layer = rf.man.moe_layers[0];
+  const int base = rf.man.moe_index(layer) * rf.man.num_experts;
+  (*src)->prefetch(layer, std::vector<int>{5});
+  std::vector<ExpertWeights> a(1);
+  ASSERT_TRUE((*src)->begin(layer, std::vector<int>{5}, a).ok());
+  ASSERT_TRUE((*src)->wait(0).ok());
+  const uint8_t* read_into = a[0].w1.packed;
+  ASSERT_TRUE((*src)->begin(layer, {}, {}).ok());  // publishes the claimed guess
+  EXPECT_TRUE((*src)->tier()->resident(base + 5));
+  EXPECT_EQ((*src)->tier()->stats().adopted, 1u);
+  std::vector<ExpertWeights> b(1), r(1);
+  ASSERT_TRUE((*src)->begin(layer, std::vector<int>{5}, b).ok());
+  ASSERT_TRUE((*src)->wait(0).ok());
+  EXPECT_EQ(b[0].w1.packed, read_into);
+  ASSERT_TRUE(rf.experts->acquire(layer, std::vector<int>{5}, r).ok());
+  const size_t packed = size_t(rf.cfg.moe.expert_inter) * rf.cfg.moe.latent / 2;
+  EXPECT_EQ(std::memcmp(b[0].w1.packed, r[0].w1.packed, packed), 0);
+  EXPECT_EQ(std::memcmp(b[0].w2.packed, r[0].w2.packed, packed), 0);
+  EXPECT_EQ(std::memcmp(b[0].w3.packed, r[0].w3.packed, packed), 0);
+  const ExpertSourceStats st = (*src)->stats();
+  EXPECT_EQ(st.ram_hits, 1u);
+  EXPECT_EQ(st.ram_fills, 1u);
+  // The slot's old memory serves reads now: more misses than slots, all exact.
+  ThreadPool pool(2);
+  ASSERT_EQ(mismatches(**src, rf, layer, {0, 1, 2, 3, 4, 6, 7}, &pool), 0);
+  ASSERT_EQ(mismatches(**src, rf, layer, {5, 0, 1}, &pool), 0);
+}
+
 // Fills (the I/O threads writing tier slots) and use (compute threads reading
 // resident ones) at once, with claimed guesses copied into tier slots, abandoned
 // begins and evictions; at the end no slot is lost (every one resident or
