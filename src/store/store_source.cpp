@@ -205,7 +205,7 @@ void StoreExpertSource::settle() {
   for (size_t i = 0; i < held_.size(); ++i) {
     if (!held_[i]) continue;
     const Held h = held_as_[i];
-    uint8_t* fill = h == Held::kTierFill ? held_[i] : h == Held::kArenaToTier ? copy_to_[i] : nullptr;
+    uint8_t* fill = h == Held::kTierFill ? held_[i] : h == Held::kArenaToTier ? reserved_slot_[i] : nullptr;
     if (h == Held::kArenaToTier && verified_[i] && adopt_) {
       // A claimed guess: its arena buffer (verified, read by this layer's
       // products) becomes the tier slot, and the slot's memory goes to the
@@ -222,7 +222,7 @@ void StoreExpertSource::settle() {
   waited_.clear();
   held_.clear();
   held_as_.clear();
-  copy_to_.clear();
+  reserved_slot_.clear();
   verified_.clear();
   if (tier_) tier_->unpin_all();
   reap_dropped(false);
@@ -257,7 +257,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
   held_.assign(experts.size(), nullptr);
   waited_.assign(experts.size(), 0);
   held_as_.assign(experts.size(), Held::kArena);
-  copy_to_.assign(experts.size(), nullptr);
+  reserved_slot_.assign(experts.size(), nullptr);
   verified_.assign(experts.size(), 0);
   // Each request's index into uses_ and the tier (-1: not in the store; request() reports it).
   const int mi = man_.moe_index(layer);
@@ -296,7 +296,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
       // into the slot (the read is not repeated). When guesses took tier
       // slots by score instead, 16 guesses per row cut the hit rate from
       // 64.8% to 57.4% on the 2x model (docs/RAM_TIER.md).
-      if ((copy_to_[i] = tier_->reserve(keys_[i]))) held_as_[i] = Held::kArenaToTier;
+      if ((reserved_slot_[i] = tier_->reserve(keys_[i]))) held_as_[i] = Held::kArenaToTier;
     }
     if (held_[i]) continue;
     auto req = request(layer, experts[i]);
@@ -345,8 +345,8 @@ Status StoreExpertSource::wait(size_t i) {
         return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_,
                      experts_[i], kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
     if (held_as_[i] == Held::kArenaToTier && !adopt_) {  // buffers of another size cannot trade places: copy
-      std::memcpy(copy_to_[i], base, man_.expert_bytes);
-      base = copy_to_[i];
+      std::memcpy(reserved_slot_[i], base, man_.expert_bytes);
+      base = reserved_slot_[i];
     }
     verified_[i] = 1;  // only the waiting thread writes its own i; settle() reads it after every wait returned
   }

@@ -116,11 +116,11 @@ class StoreExpertSource : public ExpertSource {
     kArena,        // an arena buffer
     kTierFill,     // a tier slot its read fills
     kTierHit,      // a resident tier slot (no read)
-    kArenaToTier,  // a claimed guess in an arena buffer; settle() swaps it with its reserved tier slot copy_to_[i]
+    kArenaToTier,  // a claimed guess in an arena buffer; settle() swaps it with the tier slot reserved_slot_[i] (wait() copies where they differ in size)
   };
   std::vector<Held> held_as_;
   std::vector<char> verified_;  // a read passed its checks (fills are published only then)
-  std::vector<uint8_t*> copy_to_;
+  std::vector<uint8_t*> reserved_slot_;  // kArenaToTier: the tier slot the policy reserved for it
   bool adopt_ = false;  // tier slots and arena buffers are the same size: claimed guesses trade places, no copy
   std::vector<int> keys_;  // the last begin()'s tier keys, one per request (-1: not in the store)
   void tier_snapshot();  // copies the tier's counters into stats_

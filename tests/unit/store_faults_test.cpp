@@ -470,8 +470,8 @@ TEST_F(StoreFaults, RamTierEvictsUnderItsBudget) {
 }
 
 // A prefetch guess is read into the arena, never a tier slot; once begin()
-// asks for it, the tier admits it as the miss it has become, and the copy
-// it keeps is the checkpoint's bytes.
+// asks for it, the tier admits it as the miss it has become, and what it
+// keeps is the checkpoint's bytes.
 TEST_F(StoreFaults, RamTierAdmitsAClaimedGuessLikeAMiss) {
   const std::string store = prepare(2, "");
   Reference rf;
@@ -495,7 +495,7 @@ TEST_F(StoreFaults, RamTierAdmitsAClaimedGuessLikeAMiss) {
   EXPECT_EQ(st.ram_fills, 3u);
   for (int e : {3, 4, 7}) EXPECT_TRUE(t->resident(base + e)) << e;
   EXPECT_FALSE(t->resident(base + 9));  // the unclaimed guess never entered
-  // Served from RAM now, the copies byte for byte the checkpoint's.
+  // Served from RAM now, byte for byte the checkpoint's.
   ASSERT_EQ(mismatches(**src, rf, layer, {3, 4, 7}, &pool), 0);
   st = (*src)->stats();
   EXPECT_EQ(st.ram_hits, 3u);
@@ -543,7 +543,7 @@ TEST_F(StoreFaults, RamTierAdoptsAClaimedGuessInPlace) {
 }
 
 // Fills (the I/O threads writing tier slots) and use (compute threads reading
-// resident ones) at once, with claimed guesses copied into tier slots, abandoned
+// resident ones) at once, with claimed guesses taken into tier slots, abandoned
 // begins and evictions; at the end no slot is lost (every one resident or
 // free). Runs under TSan in CI.
 TEST_F(StoreFaults, RamTierConcurrentFillAndUse) {
