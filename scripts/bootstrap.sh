@@ -3,9 +3,9 @@
 # what is present. Needs root (or sudo) on Debian 12.
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config git
-      libhwy-dev libpcre2-dev nlohmann-json3-dev libxxhash-dev liburing-dev
+      libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libxxhash-dev liburing-dev
       libssl-dev libcurl4-openssl-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libboost-dev python3 python3-jinja2
+      libboost-dev python3 python3-jinja2 libedit-dev
       chromium)  # the web chat test (tests/e2e/web_chat.sh) drives it headless
 # Node.js may come from another source (it bundles npm); only ask Debian when absent.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

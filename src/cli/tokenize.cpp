@@ -1,5 +1,6 @@
 // `deltafin tokenize`: encode text to ids (a JSON array) or decode ids to
-// text with a tiktoken rank file or a checkpoint directory.
+// text with a tiktoken rank file, a Hugging Face tokenizer.json, or a
+// checkpoint directory holding either.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,9 +25,12 @@ struct TokenizeArgs {
 Result<tokenizer::Tokenizer> load(const TokenizeArgs& a) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory(a.tokenizer, ec)) {
+  const bool json = a.tokenizer.size() >= 5 && a.tokenizer.compare(a.tokenizer.size() - 5, 5, ".json") == 0;
+  if (fs::is_directory(a.tokenizer, ec) || json) {
     if (!a.pattern.empty() || !a.special_tokens.empty())
-      return error("tokenize: --pattern/--special-tokens apply to a rank file, not a checkpoint directory");
+      return error(
+          "tokenize: --pattern/--special-tokens apply to a rank file, not a checkpoint directory or tokenizer.json");
+    if (json) return tokenizer::Tokenizer::load_tokenizer_json(a.tokenizer);
     return tokenizer::Tokenizer::load_from_checkpoint_dir(a.tokenizer);
   }
   DF_ASSIGN(auto ranks, tokenizer::read_rank_file(a.tokenizer));
@@ -138,8 +142,11 @@ int run(const TokenizeArgs& a) {
 
 void setup(CLI::App& root) {
   auto* cmd = root.add_subcommand("tokenize", "Encode text to token ids (JSON array) or decode ids to text");
+  set_example(cmd, "deltafin tokenize --tokenizer models/demo --text 'def main():'");
   static TokenizeArgs args;
-  cmd->add_option("--tokenizer", args.tokenizer, "tiktoken rank file, or a checkpoint directory")->required();
+  cmd->add_option("--tokenizer", args.tokenizer,
+                  "tiktoken rank file, tokenizer.json, or a directory holding tokenizer.json or tiktoken.model")
+      ->required();
   cmd->add_option("--pattern", args.pattern, "pre-tokenisation regex (default: K3's)");
   cmd->add_option("--special-tokens", args.special_tokens,
                   "special tokens: JSON {\"spelling\": id} or added_tokens_decoder form, inline or a file");

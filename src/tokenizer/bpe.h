@@ -1,6 +1,6 @@
 // Byte-pair encoding of one pre-token with tiktoken's rule: repeatedly merge
 // the adjacent pair whose concatenation has the lowest rank (leftmost on
-// ties) until no adjacent pair has a rank (spec §5.3).
+// ties) until no adjacent pair has a rank (docs/design/tokenizer.md).
 #pragma once
 #include <cstdint>
 #include <string_view>

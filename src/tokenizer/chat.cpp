@@ -42,7 +42,7 @@ std::string_view xtml_type(const ojson& v) {
 }
 
 // Segment builder: the template's open_tag / close_tag / internal message
-// macros, split into control and ordinary segments as spec §5.4 says.
+// macros, split into control and ordinary segments as docs/design/tokenizer.md says.
 class Renderer {
  public:
   std::vector<ChatSegment> segments;

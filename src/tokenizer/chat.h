@@ -1,8 +1,8 @@
-// K3 chat rendering ("XTML", spec §5.4): messages -> segments, each encoded
+// K3 chat rendering ("XTML", docs/design/tokenizer.md): messages -> segments, each encoded
 // separately (control segments with specials enabled, ordinary ones without)
 // so that no message text can forge a tag. The rendered bytes are exactly
 // those of K3's published chat template (chat_template_text.h; the rules are
-// in docs/TOKENIZER.md), checked against python3-jinja2 in the tests.
+// in docs/design/tokenizer.md), checked against python3-jinja2 in the tests.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -47,7 +47,7 @@ Result<std::vector<uint32_t>> encode_chat(const Tokenizer& tokenizer, const nloh
 Result<std::vector<uint32_t>> encode_segments(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
                                               bool parallel = true);
 
-// Ids that end generation: <|end_of_msg|> (spec §2.8/§5.5).
+// Ids that end generation: <|end_of_msg|> (docs/design/tokenizer.md).
 Result<std::vector<uint32_t>> chat_stop_ids(const Tokenizer& tokenizer);
 
 }  // namespace deltafin::tokenizer

@@ -9,7 +9,7 @@
 
 namespace deltafin::tokenizer::k3 {
 
-// Structural special tokens (spec §5.2).
+// Structural special tokens (docs/design/tokenizer.md).
 inline constexpr std::string_view kOpen = "<|open|>";
 inline constexpr std::string_view kClose = "<|close|>";
 inline constexpr std::string_view kSep = "<|sep|>";

@@ -3,6 +3,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cctype>
+
 namespace deltafin::tokenizer {
 
 const char* const kK3Pattern =
@@ -18,9 +20,25 @@ namespace {
 constexpr std::string_view kWhiteSpace =
     R"(\t\n\x{0B}\f\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 
+// ECMAScript's \s: WhiteSpace (with U+FEFF and category Zs) and LineTerminator.
+constexpr std::string_view kJsWhiteSpace =
+    R"(\t\n\x{0B}\f\r\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF})";
+
+// transformers.js rewrites this group (JavaScript had no inline modifiers)
+// into an ASCII-only one; with (?i) PCRE2 would also fold e.g. U+017F into s.
+constexpr std::string_view kCaselessContractions = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";
+constexpr std::string_view kAsciiContractions = "(?:'([sS]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD]))";
+
 // Rust's regex reads a bare script name (\p{Han}) as Script, PCRE2 10.40+
 // as Script_Extensions (which puts e.g. U+3001 in Han); pin Script.
 std::string translate_property(std::string_view item) {
+  // \uFFFF and \u{10FFFF} (Rust and JavaScript) are \x{...} to PCRE2.
+  if (item.size() >= 3 && item[0] == '\\' && item[1] == 'u' && (item[2] != '{' || item.back() == '}')) {
+    const std::string_view hex = item[2] == '{' ? item.substr(3, item.size() - 4) : item.substr(2);
+    std::string out = "\\x{";
+    out.append(hex).push_back('}');
+    return out;
+  }
   if (item.size() < 5 || (item[1] != 'p' && item[1] != 'P') || item[2] != '{') return std::string(item);
   const std::string_view name = item.substr(3, item.size() - 4);
   const bool general_category = name.size() <= 2 || name.find_first_of(":=") != std::string_view::npos ||
@@ -40,16 +58,25 @@ size_t escape_end(std::string_view s, size_t p) {
     const size_t close = s.find('}', p + 3);
     return close == std::string_view::npos ? s.size() : close + 1;
   }
+  if (c == 'u' && p + 2 < s.size()) {
+    if (s[p + 2] == '{') {
+      const size_t close = s.find('}', p + 3);
+      return close == std::string_view::npos ? s.size() : close + 1;
+    }
+    size_t e = p + 2;
+    while (e < s.size() && e < p + 6 && std::isxdigit(static_cast<unsigned char>(s[e]))) ++e;
+    if (e == p + 6) return e;
+  }
   return p + 2;
 }
 
 // Translates a class body (between the brackets, no leading ^), expanding \s.
-Result<std::string> translate_class_body(std::string_view body) {
+Result<std::string> translate_class_body(std::string_view body, std::string_view white_space) {
   std::string out;
   for (size_t p = 0; p < body.size();) {
     const size_t e = escape_end(body, p);
     const std::string_view item = body.substr(p, e - p);
-    if (item == "\\s") out += kWhiteSpace;
+    if (item == "\\s") out += white_space;
     else if (item == "\\S") return error("pattern: \\S inside a character class is not supported");
     else if (item == "[") return error("pattern: nested character class is not supported here");
     else out += translate_property(item);
@@ -79,16 +106,27 @@ size_t class_end(std::string_view s, size_t open) {
 
 }  // namespace
 
-Result<std::string> translate_pattern(std::string_view s) {
+Result<std::string> translate_pattern(std::string_view s, RegexDialect dialect) {
+  const bool js = dialect == RegexDialect::kJavaScript;
+  const std::string_view ws = js ? kJsWhiteSpace : kWhiteSpace;
   std::string out;
   for (size_t p = 0; p < s.size();) {
+    if (js && s.substr(p, kCaselessContractions.size()) == kCaselessContractions) {
+      out += kAsciiContractions;
+      p += kCaselessContractions.size();
+      continue;
+    }
     if (s[p] == '\\') {
       const size_t e = escape_end(s, p);
       const std::string_view item = s.substr(p, e - p);
-      if (item == "\\s") out += "[" + std::string(kWhiteSpace) + "]";
-      else if (item == "\\S") out += "[^" + std::string(kWhiteSpace) + "]";
+      if (item == "\\s" || item == "\\S") out.append(item[1] == 's' ? "[" : "[^").append(ws).append("]");
       else out += translate_property(item);
       p = e;
+      continue;
+    }
+    if (js && s[p] == '.') {
+      out += R"([^\n\r\x{2028}\x{2029}])";
+      ++p;
       continue;
     }
     if (s[p] != '[') {
@@ -102,7 +140,7 @@ Result<std::string> translate_pattern(std::string_view s) {
     if (negated) inner.remove_prefix(1);
     const size_t amp = inner.find("&&");
     if (amp == std::string_view::npos) {
-      DF_ASSIGN(std::string body, translate_class_body(inner));
+      DF_ASSIGN(std::string body, translate_class_body(inner, ws));
       out += negated ? "[^" : "[";
       out += body + "]";
     } else {
@@ -114,8 +152,8 @@ Result<std::string> translate_pattern(std::string_view s) {
       right = right.substr(1, right.size() - 2);
       const bool right_neg = !right.empty() && right[0] == '^';
       if (right_neg) right.remove_prefix(1);
-      DF_ASSIGN(std::string a, translate_class_body(left));
-      DF_ASSIGN(std::string b, translate_class_body(right));
+      DF_ASSIGN(std::string a, translate_class_body(left, ws));
+      DF_ASSIGN(std::string b, translate_class_body(right, ws));
       out += right_neg ? "(?:(?![" : "(?:(?=[";
       out += b + "])[" + a + "])";
     }
@@ -124,12 +162,15 @@ Result<std::string> translate_pattern(std::string_view s) {
   return out;
 }
 
-Result<std::shared_ptr<const Pattern>> Pattern::compile(const std::string& rust_pattern) {
-  DF_ASSIGN(std::string translated, translate_pattern(rust_pattern));
+Result<std::shared_ptr<const Pattern>> Pattern::compile(const std::string& rust_pattern, RegexDialect dialect) {
+  DF_ASSIGN(std::string translated, translate_pattern(rust_pattern, dialect));
   int err = 0;
   PCRE2_SIZE err_off = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &err_off, nullptr);
+  // JavaScript: \d \w \b are ASCII (no UCP) and $ matches only at the end.
+  const uint32_t flags = dialect == RegexDialect::kJavaScript ? PCRE2_UTF | PCRE2_NO_UTF_CHECK | PCRE2_DOLLAR_ENDONLY
+                                                              : PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(), flags,
+                                   &err, &err_off, nullptr);
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof buf);
@@ -140,8 +181,8 @@ Result<std::shared_ptr<const Pattern>> Pattern::compile(const std::string& rust_
   p->translated_ = std::move(translated);
   p->code_ = code;
   p->jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
-  p->newline_split_safe_ =
-      rust_pattern == kK3Pattern || rust_pattern == kCl100kPattern || rust_pattern == kO200kPattern;
+  p->newline_split_safe_ = dialect == RegexDialect::kRust && (
+      rust_pattern == kK3Pattern || rust_pattern == kCl100kPattern || rust_pattern == kO200kPattern);
   return std::shared_ptr<const Pattern>(std::move(p));
 }
 

@@ -1,5 +1,5 @@
 // tiktoken rank files: one "<base64 of token bytes> <rank>" per line, ranks
-// 0..n-1 in file order (spec §5.1). Parsing is strict so that a corrupt file
+// 0..n-1 in file order (docs/design/tokenizer.md). Parsing is strict so that a corrupt file
 // is an error naming its line, never a silently different vocabulary.
 #pragma once
 #include <optional>

@@ -31,6 +31,17 @@ Result<SpecialTokens> SpecialTokens::create(std::map<uint32_t, std::string> by_i
   return s;
 }
 
+Result<SpecialTokens> SpecialTokens::create_lookup_only(std::map<uint32_t, std::string> by_id) {
+  SpecialTokens s;
+  for (const auto& [id, text] : by_id) {
+    if (text.empty()) return error("special token {}: empty spelling", id);
+    auto [it, inserted] = s.by_spelling_.emplace(text, id);
+    if (!inserted) return error("special token {}: spelling '{}' also used by id {}", id, text, it->second);
+  }
+  s.by_id_ = std::move(by_id);
+  return s;
+}
+
 Result<SpecialTokens> SpecialTokens::from_tokenizer_config(std::string_view config_json, uint32_t first_id,
                                                            uint32_t count, const std::string& name) {
   std::map<uint32_t, std::string> by_id;

@@ -1,5 +1,5 @@
 // Special tokens: id <-> ASCII spelling, and finding the leftmost spelling in
-// text when specials are enabled (control segments only, spec §5.3/§5.4).
+// text when specials are enabled (control segments only, docs/design/tokenizer.md).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -17,8 +17,12 @@ class SpecialTokens {
   // Validates: spellings non-empty ASCII, ids and spellings unique, and no
   // spelling a byte-prefix of another (so the leftmost match is unambiguous).
   static Result<SpecialTokens> create(std::map<uint32_t, std::string> by_id);
+  // For tokenizer.json, whose added tokens are matched elsewhere
+  // (added_tokens.h): only non-empty and unique spellings are required, so
+  // find() may not be used on the result.
+  static Result<SpecialTokens> create_lookup_only(std::map<uint32_t, std::string> by_id);
 
-  // K3 layout (spec §5.2): `count` reserved ids from `first_id`, spelled
+  // K3 layout (docs/design/tokenizer.md): `count` reserved ids from `first_id`, spelled
   // <|reserved_token_{id}|> unless added_tokens_decoder names them.
   // `config_json` is the text of tokenizer_config.json ("" = none).
   static Result<SpecialTokens> from_tokenizer_config(std::string_view config_json, uint32_t first_id,

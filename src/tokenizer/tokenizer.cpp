@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/rank_file.h"
+#include "tokenizer/tokenizer_json.h"
 #include "tokenizer/utf8.h"
 
 namespace deltafin::tokenizer {
@@ -55,7 +56,7 @@ void split_long_runs(std::string_view text, size_t base, std::vector<std::pair<s
 // the character at p is an ASCII letter or digit, or a non-ASCII character
 // that is not whitespace. No built-in pattern can extend a match that
 // contains the '\n' over such a character (ASCII punctuation is excluded:
-// o200k's `[\r\n/]*` swallows "/" after "\n"). See docs/TOKENIZER.md.
+// o200k's `[\r\n/]*` swallows "/" after "\n"). See docs/design/tokenizer.md.
 bool safe_cut(std::string_view text, size_t p) {
   if (p == 0 || p >= text.size() || text[p - 1] != '\n') return false;
   const unsigned char c = static_cast<unsigned char>(text[p]);
@@ -94,7 +95,32 @@ Result<Tokenizer> Tokenizer::load(const std::string& rank_file, const std::strin
                 options);
 }
 
+Result<Tokenizer> Tokenizer::from_tokenizer_json(std::string_view json, const std::string& name) {
+  DF_ASSIGN(auto spec, parse_tokenizer_json(json, name));
+  auto model = JsonBpeModel::create(spec);
+  if (!model.ok()) return model.status().with_context(name);
+  std::map<uint32_t, std::string> special;
+  for (const auto& a : spec.added)
+    if (a.special) special[a.id] = a.content;
+  auto specials = SpecialTokens::create_lookup_only(std::move(special));
+  if (!specials.ok()) return specials.status().with_context(name + ": special added tokens");
+  auto st = std::make_shared<State>();
+  st->table = RankTable(spec.bytes);
+  st->pattern = model.value()->main_pattern();
+  st->specials = std::move(specials.value());
+  st->json_model = std::move(model.value());
+  Tokenizer t;
+  t.state_ = std::move(st);
+  return t;
+}
+
+Result<Tokenizer> Tokenizer::load_tokenizer_json(const std::string& path) {
+  DF_ASSIGN(std::string json, read_file(path));
+  return from_tokenizer_json(json, path);
+}
+
 Result<Tokenizer> Tokenizer::load_from_checkpoint_dir(const std::string& dir) {
+  if (std::ifstream(dir + "/tokenizer.json").good()) return load_tokenizer_json(dir + "/tokenizer.json");
   const std::string rank_path = dir + "/tiktoken.model";
   const std::string config_path = dir + "/tokenizer_config.json";
   DF_ASSIGN(auto ranks, read_rank_file(rank_path));
@@ -171,6 +197,11 @@ Result<std::vector<uint32_t>> Tokenizer::encode_impl(std::string_view text, bool
                                                      bool parallel) const {
   if (const size_t bad = first_invalid_utf8(text); bad != kUtf8Valid)
     return error("encode: invalid UTF-8 at byte {}", bad);
+  if (state_->json_model) {
+    std::vector<uint32_t> ids;
+    DF_TRY(state_->json_model->encode(text, allow_special, ids));
+    return ids;
+  }
   std::vector<Unit> us = units(text, allow_special);
   const auto& opt = state_->options;
   parallel = parallel && text.size() > opt.parallel_threshold;
@@ -253,6 +284,7 @@ Result<std::string> Tokenizer::decode(const std::vector<uint32_t>& ids) const {
 Result<std::vector<std::string>> Tokenizer::pretokenize(std::string_view text) const {
   if (const size_t bad = first_invalid_utf8(text); bad != kUtf8Valid)
     return error("pretokenize: invalid UTF-8 at byte {}", bad);
+  if (state_->json_model) return state_->json_model->pretokenize(text);
   std::vector<std::string> out;
   DF_TRY(state_->pattern->for_each_match(text, [&](size_t b, size_t e) { out.emplace_back(text.substr(b, e - b)); }));
   return out;

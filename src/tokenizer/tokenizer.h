@@ -1,5 +1,5 @@
 // Deltafin's tiktoken-compatible tokenizer: a rank file, a pre-tokenisation
-// pattern and special tokens (spec §5). Immutable after loading and safe to
+// pattern and special tokens (docs/design/tokenizer.md). Immutable after loading and safe to
 // share between threads; copies share the loaded tables.
 #pragma once
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tokenizer/json_bpe_model.h"
 #include "tokenizer/pattern.h"
 #include "tokenizer/rank_table.h"
 #include "tokenizer/specials.h"
@@ -16,7 +17,7 @@
 namespace deltafin::tokenizer {
 
 struct TokenizerOptions {
-  // K3's extra chunking before the pattern (spec §5.3): slices of 400,000
+  // K3's extra chunking before the pattern (docs/design/tokenizer.md): slices of 400,000
   // code points, then cuts inside runs of more than 25,000 same-class
   // (Python isspace) characters. On for checkpoints, off for plain tiktoken.
   bool kimi_chunking = false;
@@ -33,10 +34,18 @@ class Tokenizer {
   // A rank file plus optional pattern ("" = K3's) and special-token JSON.
   static Result<Tokenizer> load(const std::string& rank_file, const std::string& pattern,
                                 const std::string& specials_json_path, TokenizerOptions options = {});
+  // DIR/tokenizer.json if present (load_tokenizer_json), else
   // DIR/tiktoken.model + DIR/tokenizer_config.json (optional): 256 special
   // ids right after the ranks, K3 spellings from added_tokens_decoder, the
   // config's "pat_str" if present else K3's pattern, K3 chunking on.
   static Result<Tokenizer> load_from_checkpoint_dir(const std::string& dir);
+  // A Hugging Face byte-level BPE tokenizer.json (json_bpe_model.h). Ids
+  // 0..N-1 cover the vocab and the added tokens; specials() holds the added
+  // tokens marked special. Encoding never adds BOS/EOS (post_processor).
+  static Result<Tokenizer> load_tokenizer_json(const std::string& path);
+  static Result<Tokenizer> from_tokenizer_json(std::string_view json, const std::string& name);
+  // True when built from a tokenizer.json.
+  bool is_tokenizer_json() const { return state_->json_model != nullptr; }
 
   // Text must be valid UTF-8 (else an error naming the byte offset). With
   // allow_special, spellings of special tokens become their ids; without,
@@ -71,6 +80,7 @@ class Tokenizer {
     std::shared_ptr<const Pattern> pattern;
     SpecialTokens specials;
     TokenizerOptions options;
+    std::shared_ptr<const JsonBpeModel> json_model;  // set for tokenizer.json
   };
   struct Unit {  // an ordinary text span, or one special id
     size_t begin, end;

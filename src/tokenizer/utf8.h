@@ -23,7 +23,7 @@ inline size_t utf8_len(unsigned char lead) {
 uint32_t next_code_point(std::string_view s, size_t& i);
 
 // Python's str.isspace(): Unicode White_Space plus U+001C..U+001F. Used by
-// K3's long-run splitting (spec §5.3).
+// K3's long-run splitting (docs/design/tokenizer.md).
 bool is_python_space(uint32_t cp);
 
 // Replaces invalid sequences with U+FFFD (one per maximal invalid subpart).

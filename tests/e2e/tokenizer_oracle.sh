@@ -10,13 +10,7 @@ SRC=$2
 T="$SRC/tests/tokenizer"
 
 command -v node >/dev/null || { echo "error: node is not installed (apt-get install nodejs npm)"; exit 1; }
-if [ ! -f "$T/node_modules/tiktoken/package.json" ]; then
-  echo "installing the tiktoken oracle: npm ci --prefix tests/tokenizer"
-  if ! npm ci --prefix "$T" --no-audit --no-fund >/dev/null 2>&1; then
-    echo "error: 'npm ci --prefix tests/tokenizer' failed: the oracle needs the tiktoken package from the npm registry (offline?)"
-    exit 1
-  fi
-fi
+bash "$T/ensure_modules.sh" "$SRC"
 
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT

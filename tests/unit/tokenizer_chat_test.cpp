@@ -1,4 +1,4 @@
-// K3 chat rendering (spec §5.4) on a byte-level vocabulary, where every id of
+// K3 chat rendering (docs/design/tokenizer.md) on a byte-level vocabulary, where every id of
 // ordinary text is its byte value and the expected sequences can be written
 // out by hand. Specials sit right after the 256 byte ranks at K3's offsets:
 // [BOS]=256 ... <|end_of_msg|>=258, <|open|>=259, <|close|>=260, <|sep|>=261.

@@ -85,7 +85,7 @@ TEST(TokenizerParallel, LargeInputWithDefaultThresholds) {
 
 TEST(TokenizerParallel, KimiChunkingCutsLongRuns) {
   // "c" + "ab"x15000 is one 30,001-character non-space run: K3 cuts it after
-  // 25,000 characters (spec §5.3), which changes the BPE of "ab" pairs.
+  // 25,000 characters (docs/design/tokenizer.md), which changes the BPE of "ab" pairs.
   testing::TempDir dir;
   const auto tok = testing::checkpoint_tokenizer(dir, testing::byte_vocab({"ab"}));
   std::string text = "c";

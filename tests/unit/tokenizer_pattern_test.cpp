@@ -1,4 +1,4 @@
-// K3's pre-tokenisation pattern (spec §5.3) translated to PCRE2: it compiles
+// K3's pre-tokenisation pattern (docs/design/tokenizer.md) translated to PCRE2: it compiles
 // and cuts hand-checked examples as Rust's regex does.
 #include <gtest/gtest.h>
 

@@ -46,7 +46,7 @@ struct TempDir {
   }
 };
 
-// K3 spellings at their K3 offsets from the first special id (spec §5.2).
+// K3 spellings at their K3 offsets from the first special id (docs/design/tokenizer.md).
 inline std::string k3_tokenizer_config(uint32_t first_id) {
   const std::pair<uint32_t, const char*> names[] = {
       {0, "[BOS]"}, {1, "[EOS]"}, {2, "<|end_of_msg|>"}, {3, "<|open|>"}, {4, "<|close|>"}, {5, "<|sep|>"},
