@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -33,80 +33,121 @@ std::string expected_digest(const RemoteFile& f) { return f.sha256.empty() ? "gi
 
 uint64_t chunk_count(uint64_t size, uint64_t chunk) { return size == 0 ? 0 : (size + chunk - 1) / chunk; }
 
-// The finished chunks a record lists, if it describes this very file and chunking.
-std::vector<char> load_done(const std::string& record, const RemoteFile& f, uint64_t chunk) {
+// What a record says is on disk: the finished chunks, and for a chunk whose
+// retries ran out, the bytes at its start that were synced before.
+struct Progress {
+  std::vector<char> done;
+  std::map<uint64_t, uint64_t> partial;  // chunk -> bytes at its start
+
+  uint64_t bytes(const RemoteFile& f, uint64_t chunk) const {
+    uint64_t n = 0;
+    for (size_t i = 0; i < done.size(); ++i)
+      if (done[i]) n += std::min(chunk, f.size - i * chunk);
+    for (const auto& [i, got] : partial)
+      if (i < done.size() && !done[i]) n += got;
+    return n;
+  }
+};
+
+// The progress a record lists, if it describes this very file and chunking.
+Progress load_progress(const std::string& record, const RemoteFile& f, uint64_t chunk) {
   const uint64_t n = chunk_count(f.size, chunk);
+  Progress none{std::vector<char>(n, 0), {}};
   auto text = read_file(record);
-  if (!text.ok()) return std::vector<char>(n, 0);
+  if (!text.ok()) return none;
   try {
     const json j = json::parse(*text);
     if (j.at("size").get<uint64_t>() != f.size || j.at("digest").get<std::string>() != expected_digest(f) ||
         j.at("chunk").get<uint64_t>() != chunk)
-      return std::vector<char>(n, 0);
+      return none;
     const std::string bits = j.at("done").get<std::string>();
-    if (bits.size() != n) return std::vector<char>(n, 0);
-    std::vector<char> done(n, 0);
-    for (size_t i = 0; i < n; ++i) done[i] = bits[i] == '1';
-    return done;
+    if (bits.size() != n) return none;
+    Progress p{std::vector<char>(n, 0), {}};
+    for (size_t i = 0; i < n; ++i) p.done[i] = bits[i] == '1';
+    if (j.contains("partial"))
+      for (const auto& [k, v] : j.at("partial").items()) {
+        const uint64_t i = std::stoull(k), got = v.get<uint64_t>();
+        if (i >= n || got >= std::min(chunk, f.size - i * chunk)) return none;
+        if (!p.done[i] && got > 0) p.partial[i] = got;
+      }
+    return p;
   } catch (const std::exception&) {
-    return std::vector<char>(n, 0);  // a damaged record: start the file over
+    return none;  // a damaged record: start the file over
   }
 }
 
-Status save_done(const std::string& record, const RemoteFile& f, uint64_t chunk, const std::vector<char>& done) {
-  std::string bits(done.size(), '0');
-  for (size_t i = 0; i < done.size(); ++i)
-    if (done[i]) bits[i] = '1';
-  const json j = {{"size", f.size}, {"digest", expected_digest(f)}, {"chunk", chunk}, {"done", bits}};
+Status save_progress(const std::string& record, const RemoteFile& f, uint64_t chunk, const Progress& p) {
+  std::string bits(p.done.size(), '0');
+  for (size_t i = 0; i < p.done.size(); ++i)
+    if (p.done[i]) bits[i] = '1';
+  json j = {{"size", f.size}, {"digest", expected_digest(f)}, {"chunk", chunk}, {"done", bits}};
+  json partial = json::object();
+  for (const auto& [i, got] : p.partial)
+    if (!p.done[i] && got > 0) partial[std::to_string(i)] = got;
+  if (!partial.empty()) j["partial"] = partial;
   return write_file_atomic(record, j.dump() + "\n");
 }
 
-// Everything but a 4xx refusal: transport errors (also mid-body, after a 206), 5xx, 408 and 429.
-bool retryable(long status) { return status < 400 || status == 408 || status == 429 || status >= 500; }
-
-// One pass over the chunks not yet done; the first failure stops the others.
-Status fetch_chunks(const std::string& url, const RemoteFile& f, int fd, const std::string& record,
-                    std::vector<char>& done, const DownloadOptions& o, const std::function<void(uint64_t)>& on_bytes) {
+// One pass over the chunks not yet done, each resumed from the bytes it has,
+// each failure retried by the policy; the first failure that outlasts its
+// retries stops the others. Every chunk that ends short has its bytes synced
+// and recorded, so that a rerun asks for the rest only.
+Status fetch_chunks(const std::string& url, const RemoteFile& f, int fd, const std::string& record, Progress& prog,
+                    const DownloadOptions& o, const std::function<void(uint64_t)>& on_bytes) {
   std::vector<uint64_t> todo;
-  for (uint64_t i = 0; i < done.size(); ++i)
-    if (!done[i]) todo.push_back(i);
+  for (uint64_t i = 0; i < prog.done.size(); ++i)
+    if (!prog.done[i]) todo.push_back(i);
   if (todo.empty()) return {};
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
-  std::mutex mu;  // done, the record, on_bytes, the first error
+  std::mutex mu;  // prog, the record, on_bytes, the log, the first error
   Status first;
+  int first_retries = 0;
+  bool first_network = false;  // the first failure outlasted its retries (else: a refusal, a local error)
   auto worker = [&] {
     HttpClient http(o.token);
+    http.set_stall_timeout(o.retry.stall_timeout_s);
     for (;;) {
       if (stop.load()) return;
       const size_t k = next.fetch_add(1);
       if (k >= todo.size()) return;
       const uint64_t idx = todo[k], off = idx * o.chunk_bytes, len = std::min(o.chunk_bytes, f.size - off);
       uint64_t got = 0;
-      Status st;
-      for (int attempt = 0;; ++attempt) {
-        st = http.get_range(url, off, len, fd, &got, [&](uint64_t n) {
-          std::lock_guard<std::mutex> lock(mu);
-          on_bytes(n);
-        });
-        if (st.ok() || stop.load()) break;
-        if (!retryable(http.last_status()) || attempt >= o.retries) break;
-        if (o.log) {
-          std::lock_guard<std::mutex> lock(mu);
-          o.log(fmt::format("{}: {}; retrying (attempt {} of {}) from byte {}", f.path, st.message(), attempt + 2,
-                            o.retries + 1, off + got));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(attempt, 4)));
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (auto it = prog.partial.find(idx); it != prog.partial.end()) got = it->second;
       }
+      int used = 0;
+      Status st = run_with_retries(
+          o.retry,
+          [&]() -> Attempt {
+            Status s = http.get_range(url, off, len, fd, &got, [&](uint64_t n) {
+              std::lock_guard<std::mutex> lock(mu);
+              on_bytes(n);
+            });
+            return {s, http.last_retryable(), http.last_retry_after()};
+          },
+          [&](int n, const Status& why, int64_t wait) {
+            if (!o.log) return;
+            std::lock_guard<std::mutex> lock(mu);
+            o.log(fmt::format("{}: {}; {} from byte {}", f.path, why.message(), retry_note(o.retry, n, wait), off + got));
+          },
+          &stop, &used);
       if (st.ok() && ::fdatasync(fd) != 0) st = error("{}: fdatasync failed: {}", f.path, std::strerror(errno));
+      if (!st.ok() && got > 0 && ::fdatasync(fd) != 0) got = 0;  // unsynced bytes are not recorded
       std::lock_guard<std::mutex> lock(mu);
       if (!st.ok()) {
-        if (first.ok() && !stop.load()) first = st;
+        if (got > 0) {
+          prog.partial[idx] = got;
+          (void)save_progress(record, f, o.chunk_bytes, prog);  // best effort: the error below is what counts
+        }
+        if (first.ok() && !stop.load()) first = st, first_retries = used, first_network = http.last_retryable();
         stop = true;
         return;
       }
-      done[idx] = 1;
-      if (Status s = save_done(record, f, o.chunk_bytes, done); !s.ok()) {
+      prog.done[idx] = 1;
+      prog.partial.erase(idx);
+      if (Status s = save_progress(record, f, o.chunk_bytes, prog); !s.ok()) {
         if (first.ok()) first = s;
         stop = true;
         return;
@@ -117,7 +158,9 @@ Status fetch_chunks(const std::string& url, const RemoteFile& f, int fd, const s
   std::vector<std::thread> threads;
   for (size_t i = 0; i < n; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
-  return first;
+  if (first.ok() || !first_network) return first;
+  return error("{}{}; {} of {} bytes of {} are on disk and kept", first.message(), gave_up_note(first_retries),
+               prog.bytes(f, o.chunk_bytes), f.size, f.path);
 }
 
 }  // namespace
@@ -136,11 +179,7 @@ Status verify_remote_file(const RemoteFile& f, const std::string& path) {
 }
 
 uint64_t recorded_bytes(const RemoteFile& f, const std::string& record, uint64_t chunk_bytes) {
-  const std::vector<char> done = load_done(record, f, chunk_bytes);
-  uint64_t n = 0;
-  for (size_t i = 0; i < done.size(); ++i)
-    if (done[i]) n += std::min(chunk_bytes, f.size - i * chunk_bytes);
-  return n;
+  return load_progress(record, f, chunk_bytes).bytes(f, chunk_bytes);
 }
 
 namespace {
@@ -154,8 +193,8 @@ Status fetch_file(const std::string& url, const RemoteFile& f, const DownloadTar
     fs::create_directories(fs::path(p).parent_path(), ec);
     if (ec) return error("{}: cannot create: {}", fs::path(p).parent_path().string(), ec.message());
   }
-  std::vector<char> done = load_done(t.record, f, o.chunk_bytes);
-  if (std::find(done.begin(), done.end(), 1) == done.end()) fs::remove(t.record, ec);
+  Progress prog = load_progress(t.record, f, o.chunk_bytes);
+  if (prog.bytes(f, o.chunk_bytes) == 0) fs::remove(t.record, ec);
   const int fd = ::open(t.data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return error("{}: cannot open: {}", t.data, std::strerror(errno));
   FdCloser closer(fd);
@@ -163,7 +202,7 @@ Status fetch_file(const std::string& url, const RemoteFile& f, const DownloadTar
   if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size)
     if (::ftruncate(fd, off_t(f.size)) != 0)
       return error("{}: cannot size to {} bytes: {}", t.data, f.size, std::strerror(errno));
-  DF_TRY(fetch_chunks(url, f, fd, t.record, done, o, on_bytes));
+  DF_TRY(fetch_chunks(url, f, fd, t.record, prog, o, on_bytes));
   if (::fsync(fd) != 0) return error("{}: fsync failed: {}", t.data, std::strerror(errno));
   return {};
 }

@@ -1,6 +1,9 @@
 // Resumable, verified download of one remote file: parallel Range requests
 // into a sparse file, a record of the finished chunks after each one (so a
-// killed run redoes at most the chunks in flight), a digest check against the
+// killed run redoes at most the chunks in flight), a chunk that fails resumed
+// from its last byte written after a backoff (hub/retry.h), and when its
+// retries are spent the bytes it did get synced and recorded too (so a rerun
+// resumes from there), a digest check against the
 // listing (SHA-256 for LFS files, the git blob SHA-1 otherwise), one more
 // download on a mismatch, then fsync and, unless the file is written in
 // place, a rename to its final name: a file with its final name is complete
@@ -12,13 +15,14 @@
 
 #include "core/result.h"
 #include "hub/hub_api.h"
+#include "hub/retry.h"
 
 namespace deltafin::hub {
 
 struct DownloadOptions {
   int connections = 8;                 // Range requests in flight for one file
   uint64_t chunk_bytes = 32ull << 20;  // the unit of a request and of resume
-  int retries = 4;                     // per chunk, on transport errors, 5xx, 408 and 429
+  RetryPolicy retry;                   // per chunk: resets, stalls, 408, 429, 5xx
   std::string token;
   std::function<void(const std::string&)> log;  // retries, re-fetches (one line each)
 };
@@ -50,7 +54,8 @@ struct DownloadJob {
 Status download_files(const std::vector<DownloadJob>& jobs, const DownloadOptions& o,
                       const std::function<void(uint64_t)>& on_bytes, const std::function<void()>& after_each = {});
 
-// Bytes of `f` whose chunks `record` lists as finished.
+// Bytes of `f` that `record` lists as on disk: finished chunks, and the
+// synced start of a chunk whose retries ran out.
 uint64_t recorded_bytes(const RemoteFile& f, const std::string& record, uint64_t chunk_bytes);
 
 // The digest the listing states for `f`, checked against the file at `path`.

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -17,6 +17,7 @@
 #include "core/dtype.h"
 #include "hub/http.h"
 #include "hub/hub_api.h"
+#include "hub/retry.h"
 #include "model/weights.h"
 
 namespace deltafin::hub {
@@ -28,7 +29,6 @@ namespace fs = std::filesystem;
 // Connections in flight per layer: enough to overlap a few round trips,
 // few enough not to starve the reads of the experts already local.
 constexpr int kFetchConnections = 4;
-constexpr int kAttempts = 3;
 
 // One contiguous byte range of a shard and where it goes in the payload.
 struct Piece {
@@ -38,10 +38,14 @@ struct Piece {
 
 class HubExpertFetcher : public RemoteExperts {
  public:
-  HubExpertFetcher(const Manifest& m, std::string store_dir, std::unique_ptr<Checkpoint> headers, std::string token)
+  HubExpertFetcher(const Manifest& m, std::string store_dir, std::unique_ptr<Checkpoint> headers, std::string token,
+                   const RetryPolicy& retry)
       : man_(m), store_(std::move(store_dir)), headers_(std::move(headers)),
-        api_(m.stream->endpoint, RepoSpec{m.stream->repo, m.stream->commit}, token) {
-    for (int i = 0; i < kFetchConnections; ++i) clients_.push_back(std::make_unique<HttpClient>(token));
+        api_(m.stream->endpoint, RepoSpec{m.stream->repo, m.stream->commit}, token), retry_(retry) {
+    for (int i = 0; i < kFetchConnections; ++i) {
+      clients_.push_back(std::make_unique<HttpClient>(token));
+      clients_.back()->set_stall_timeout(retry_.stall_timeout_s);
+    }
   }
   ~HubExpertFetcher() override {
     for (auto& [k, fd] : fds_) ::close(fd);
@@ -129,28 +133,24 @@ class HubExpertFetcher : public RemoteExperts {
     DF_ASSIGN(std::vector<Piece> ps, pieces(mi, e, &scales));
     for (const Piece& p : ps) {
       const std::string url = api_.file_url(man_.stream->commit, p.file);
-      std::string why;
-      bool got = false;
-      for (int attempt = 1; attempt <= kAttempts && !got; ++attempt) {
-        if (attempt > 1) std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
-        auto r = http.get(url, std::make_pair(p.offset, p.offset + p.bytes - 1), p.bytes + 1);
-        if (!r.ok()) {
-          why = r.message();
-          continue;
-        }
-        if (r->status != 206) {
-          why = describe_http_failure(url, *r) + fmt::format(" (bytes {}-{})", p.offset, p.offset + p.bytes - 1);
-          if (r->status >= 400 && r->status < 500 && r->status != 408 && r->status != 429) break;
-          continue;
-        }
-        if (r->body.size() != p.bytes) {
-          why = fmt::format("GET {} (bytes {}-{}): {} bytes arrived", url, p.offset, p.offset + p.bytes - 1, r->body.size());
-          continue;
-        }
-        std::memcpy(payload.data() + p.at, r->body.data(), p.bytes);
-        got = true;
-      }
-      if (!got) return Status::error(why);
+      uint64_t got = 0;  // bytes of the piece in the payload: a retry asks for the rest
+      int used = 0;
+      Status st = run_with_retries(
+          retry_,
+          [&]() -> Attempt {
+            Status s = http.get_range(url, p.offset, p.bytes, payload.data() + p.at, &got);
+            return {s, http.last_retryable(), http.last_retry_after()};
+          },
+          [&](int n, const Status& why, int64_t wait) {
+            std::lock_guard<std::mutex> lock(log_mu_);
+            std::fprintf(stderr, "fetch: layer %d expert %d: %s; %s from byte %llu\n", man_.moe_layers[size_t(mi)], e,
+                         why.message().c_str(), retry_note(retry_, n, wait).c_str(),
+                         static_cast<unsigned long long>(p.offset + got));
+          },
+          nullptr, &used);
+      if (!st.ok() && http.last_retryable())
+        return error("{}{}; {} of the piece's {} bytes arrived", st.message(), gave_up_note(used), got, p.bytes);
+      DF_TRY(st);
     }
     for (const auto& [at, bytes] : scales)
       if (const void* bad = std::memchr(payload.data() + at, kE8M0Invalid, bytes))
@@ -188,6 +188,8 @@ class HubExpertFetcher : public RemoteExperts {
   std::string store_;
   std::unique_ptr<Checkpoint> headers_;
   HubApi api_;
+  RetryPolicy retry_;
+  std::mutex log_mu_;  // one retry line at a time
   std::vector<std::unique_ptr<HttpClient>> clients_;
   std::mutex mu_;  // fds_ and dirty_ (never held across a fetch)
   std::map<std::pair<int, int>, int> fds_;
@@ -210,7 +212,9 @@ Result<std::shared_ptr<RemoteExperts>> open_expert_fetcher(const Manifest& m, co
     if (!t.ok()) return t.status().with_context("the streamed store's token file (from setup --token-file)");
     token = *t;
   }
-  auto f = std::make_shared<HubExpertFetcher>(m, store_dir, std::move(*ck), token);
+  auto retry = retry_policy_from_env(RetryPolicy{});
+  if (!retry.ok()) return retry.status().with_context("a streamed store's fetch settings");
+  auto f = std::make_shared<HubExpertFetcher>(m, store_dir, std::move(*ck), token, *retry);
   // Every expert must be located before the first token, not at its first use.
   std::vector<std::pair<uint64_t, uint64_t>> scales;
   for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)

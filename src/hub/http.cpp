@@ -1,9 +1,14 @@
 #include "hub/http.h"
 
+#include "hub/retry.h"
+
 #include <curl/curl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -40,6 +45,7 @@ struct HeaderSink {
     const std::string_view line(data, size * n);
     if (line.starts_with("HTTP/")) {
       self->reply->link_next.clear(), self->reply->error_code.clear(), self->reply->error_message.clear();
+      self->reply->retry_after_s = 0;
       return size * n;
     }
     const auto colon = line.find(':');
@@ -49,6 +55,9 @@ struct HeaderSink {
     if (name == "link") self->reply->link_next = parse_link_next(value);
     if (name == "x-error-code") self->reply->error_code = value;
     if (name == "x-error-message") self->reply->error_message = value;
+    if (name == "retry-after" && !value.empty() && value.size() < 9 &&
+        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      self->reply->retry_after_s = std::stol(value);
     return size * n;
   }
 };
@@ -68,11 +77,12 @@ struct BodySink {
   }
 };
 
-// Body bytes of a Range reply go to the file at their offsets; an error body
-// (status >= 300) is kept, short, for the message.
+// Body bytes of a Range reply go to the file at their offsets (or to memory);
+// an error body (status >= 300) is kept, short, for the message.
 struct FileSink {
   CURL* curl;
   int fd;
+  uint8_t* mem;  // when not null: the destination instead of fd
   uint64_t offset, length, *got;
   const std::function<void(uint64_t)>* on_bytes;
   long status = 0;
@@ -92,6 +102,10 @@ struct FileSink {
       return 0;
     }
     size_t done = 0;
+    if (self->mem) {
+      std::memcpy(self->mem + *self->got, data, len);
+      done = len;
+    }
     while (done < len) {
       const ssize_t w = ::pwrite(self->fd, data + done, len - done, off_t(self->offset + *self->got + done));
       if (w < 0 && errno == EINTR) continue;
@@ -107,7 +121,7 @@ struct FileSink {
   }
 };
 
-void common_options(CURL* c, const std::string& url, curl_slist* headers) {
+void common_options(CURL* c, const std::string& url, curl_slist* headers, int stall_timeout_s) {
   curl_easy_reset(c);
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
@@ -117,14 +131,39 @@ void common_options(CURL* c, const std::string& url, curl_slist* headers) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_USERAGENT, kUserAgent);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-  // A stalled connection is a failure (retried), never a hang: under 1 KB/s for 30 s.
+  // A stalled connection is a failure (retried), never a hang: under 1 KB/s for the stall timeout.
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, long(stall_timeout_s));
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 }
 
+// A transfer that receives nothing for the stall timeout is ended (libcurl
+// calls this about once a second, bytes or not). The low-speed limit alone
+// sees a stall late: it averages the speed over the last seconds, and a fast
+// start keeps that average up long after the bytes stop.
+struct StallWatch {
+  std::chrono::steady_clock::duration timeout;
+  curl_off_t seen = -1;
+  std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
+  bool stalled = false;
+  static int on_progress(void* p, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t) {
+    auto* self = static_cast<StallWatch*>(p);
+    const auto now = std::chrono::steady_clock::now();
+    if (dlnow != self->seen) {
+      self->seen = dlnow, self->since = now;
+      return 0;
+    }
+    if (now - self->since < self->timeout) return 0;
+    self->stalled = true;
+    return 1;  // aborts the transfer
+  }
+};
+
 // One transfer: the last response's headers to `hs`, its body to `on_data`.
-CURLcode perform(CURL* c, HeaderSink* hs, curl_write_callback on_data, void* data, char* err) {
+CURLcode perform(CURL* c, HeaderSink* hs, curl_write_callback on_data, void* data, char* err, StallWatch* watch) {
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &StallWatch::on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, watch);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &HeaderSink::on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, hs);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -193,18 +232,25 @@ HttpClient::~HttpClient() {
 
 Result<HttpReply> HttpClient::get(const std::string& url, std::optional<std::pair<uint64_t, uint64_t>> range,
                                   uint64_t max_body) {
+  last_status_ = 0, last_retryable_ = false, last_retry_after_ = 0;
   if (!curl_) return error("GET {}: libcurl could not start", url);
   CURL* c = static_cast<CURL*>(curl_);
   HttpReply reply;
   Headers headers(token_, range);
-  common_options(c, url, headers.list);
+  common_options(c, url, headers.list, stall_timeout_s_);
   HeaderSink hs{&reply};
   BodySink bs{&reply.body, max_body};
   char err[CURL_ERROR_SIZE] = {0};
-  const CURLcode rc = perform(c, &hs, &BodySink::on_data, &bs, err);
-  if (bs.too_big) return error("GET {}: the reply is larger than {} bytes", url, max_body);
-  if (rc != CURLE_OK) return error("GET {}: {}", url, err[0] ? err : curl_easy_strerror(rc));
+  StallWatch watch{std::chrono::seconds(stall_timeout_s_)};
+  const CURLcode rc = perform(c, &hs, &BodySink::on_data, &bs, err, &watch);
+  if (watch.stalled) std::snprintf(err, sizeof err, "stalled: no data for %d s", stall_timeout_s_);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &reply.status);
+  last_status_ = reply.status, last_retry_after_ = reply.retry_after_s;
+  if (bs.too_big) return error("GET {}: the reply is larger than {} bytes", url, max_body);
+  if (rc != CURLE_OK) {
+    last_retryable_ = true;  // no reply, or one cut short
+    return error("GET {}: {}", url, err[0] ? err : curl_easy_strerror(rc));
+  }
   char* eff = nullptr;
   curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff);
   reply.url = eff ? eff : url;
@@ -213,35 +259,53 @@ Result<HttpReply> HttpClient::get(const std::string& url, std::optional<std::pai
 
 Status HttpClient::get_range(const std::string& url, uint64_t offset, uint64_t length, int fd, uint64_t* got,
                              const std::function<void(uint64_t)>& on_bytes) {
-  last_status_ = 0;
+  return range_into(url, offset, length, fd, nullptr, got, on_bytes);
+}
+
+Status HttpClient::get_range(const std::string& url, uint64_t offset, uint64_t length, uint8_t* dest, uint64_t* got) {
+  static const std::function<void(uint64_t)> kNone;
+  return range_into(url, offset, length, -1, dest, got, kNone);
+}
+
+Status HttpClient::range_into(const std::string& url, uint64_t offset, uint64_t length, int fd, uint8_t* mem,
+                              uint64_t* got, const std::function<void(uint64_t)>& on_bytes) {
+  last_status_ = 0, last_retryable_ = false, last_retry_after_ = 0;
   if (!curl_) return error("GET {}: libcurl could not start", url);
   if (*got >= length) return {};
   CURL* c = static_cast<CURL*>(curl_);
   const uint64_t from = offset + *got, to = offset + length - 1;
   Headers headers(token_, std::make_pair(from, to));
-  common_options(c, url, headers.list);
+  common_options(c, url, headers.list, stall_timeout_s_);
   HttpReply reply;
   HeaderSink hs{&reply};
-  FileSink fsink{c, fd, offset, length, got, &on_bytes};
+  FileSink fsink{c, fd, mem, offset, length, got, &on_bytes};
   fsink.whole_file_ok = from == 0;  // a server that ignores Range still serves bytes 0.. correctly
   char err[CURL_ERROR_SIZE] = {0};
-  const CURLcode rc = perform(c, &hs, &FileSink::on_data, &fsink, err);
+  StallWatch watch{std::chrono::seconds(stall_timeout_s_)};
+  const CURLcode rc = perform(c, &hs, &FileSink::on_data, &fsink, err, &watch);
+  if (watch.stalled) std::snprintf(err, sizeof err, "stalled: no data for %d s", stall_timeout_s_);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &last_status_);
+  last_retry_after_ = reply.retry_after_s;
   const std::string range = fmt::format("bytes {}-{}", from, to);
   if (!fsink.failure.empty()) return error("GET {} ({}): {}", url, range, fsink.failure);
   if (last_status_ >= 300) {
     reply.status = last_status_;
     reply.body = fsink.error_body;
+    last_retryable_ = retryable_status(last_status_);
     return Status::error(describe_http_failure(url, reply) + " for " + range);
   }
-  if (rc != CURLE_OK)
+  if (rc != CURLE_OK) {
+    last_retryable_ = true;  // no reply, or a body cut short: the bytes written stay, the rest is asked again
     return error("GET {} ({}): {} after {} of {} bytes", url, range, err[0] ? err : curl_easy_strerror(rc),
                  *got, length);
+  }
   if (last_status_ != 206 && !(last_status_ == 200 && fsink.whole_file_ok))
     return error("GET {} ({}): HTTP {} instead of 206 Partial Content: the server ignored the Range request", url,
                  range, last_status_);
-  if (*got < length)
+  if (*got < length) {
+    last_retryable_ = true;
     return error("GET {} ({}): the connection ended after {} of {} bytes", url, range, *got, length);
+  }
   return {};
 }
 

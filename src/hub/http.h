@@ -19,6 +19,7 @@ struct HttpReply {
   std::string link_next;      // the Link header's rel="next" target (listing pages)
   std::string error_code;     // X-Error-Code (the Hub's reason for a 4xx)
   std::string error_message;  // X-Error-Message
+  long retry_after_s = 0;     // Retry-After in seconds (0: none, or an HTTP date)
 };
 
 // "GET URL: HTTP 404 Not Found (RevisionNotFound: ...)": a reply's failure in one line.
@@ -37,6 +38,11 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
+  // A transfer that receives no byte for this long fails ("stalled: no data
+  // for S s"), as does one under 1 KiB/s for as long by libcurl's averaged
+  // speed ("Operation too slow"); default 30 s.
+  void set_stall_timeout(int seconds) { stall_timeout_s_ = seconds; }
+
   // GET with redirects; any HTTP status is a reply (the caller judges it),
   // a transport failure is an error. A body over `max_body` bytes is an error.
   Result<HttpReply> get(const std::string& url, std::optional<std::pair<uint64_t, uint64_t>> range = {},
@@ -49,14 +55,26 @@ class HttpClient {
   // file from offset 0), more bytes than asked, or a short body.
   Status get_range(const std::string& url, uint64_t offset, uint64_t length, int fd, uint64_t* got,
                    const std::function<void(uint64_t)>& on_bytes);
+  // The same into memory: bytes [offset, offset + length) to dest[0, length).
+  Status get_range(const std::string& url, uint64_t offset, uint64_t length, uint8_t* dest, uint64_t* got);
 
-  // The status of the last get_range (0: no reply); 4xx other than 408/429 is not worth a retry.
+  // Of the last request: its HTTP status (0: no reply), whether its failure
+  // is worth a retry (no reply, a reply cut short, 408, 429, 5xx; never a
+  // 4xx refusal, a server ignoring Range or a local write failure), and the
+  // server's Retry-After in seconds.
   long last_status() const { return last_status_; }
+  bool last_retryable() const { return last_retryable_; }
+  long last_retry_after() const { return last_retry_after_; }
 
  private:
+  Status range_into(const std::string& url, uint64_t offset, uint64_t length, int fd, uint8_t* mem, uint64_t* got,
+                    const std::function<void(uint64_t)>& on_bytes);
   void* curl_ = nullptr;  // CURL*
   std::string token_;
+  int stall_timeout_s_ = 30;
   long last_status_ = 0;
+  bool last_retryable_ = false;
+  long last_retry_after_ = 0;
 };
 
 }  // namespace deltafin::hub

@@ -106,6 +106,12 @@ HubApi::HubApi(std::string endpoint, RepoSpec spec, std::string token)
   while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
 }
 
+void HubApi::set_retry(const RetryPolicy& p, std::function<void(const std::string&)> log) {
+  retry_ = p;
+  log_ = std::move(log);
+  http_.set_stall_timeout(p.stall_timeout_s);
+}
+
 Status HubApi::explain(const std::string& url, const HttpReply& r) const {
   const std::string base = describe_http_failure(url, r);
   if (r.status == 401)
@@ -125,7 +131,7 @@ Status HubApi::explain(const std::string& url, const HttpReply& r) const {
 
 Result<std::string> HubApi::resolve_commit() {
   const std::string url = fmt::format("{}/api/models/{}/revision/{}", endpoint_, spec_.repo, url_escape(spec_.revision, false));
-  DF_ASSIGN(HttpReply r, http_.get(url, {}, 64ull << 20));
+  DF_ASSIGN(HttpReply r, get_with_retries(http_, url, {}, 64ull << 20, retry_, log_));
   if (r.status != 200) return explain(url, r);
   try {
     const json j = json::parse(r.body);
@@ -144,7 +150,7 @@ Result<std::vector<RemoteFile>> HubApi::list_files(const std::string& commit) {
   while (!url.empty()) {
     if (!pages.insert(url).second) return error("GET {}: the listing's next page points back to a page already read", url);
     if (pages.size() > 100000) return error("GET {}: more than 100000 listing pages", url);
-    DF_ASSIGN(HttpReply r, http_.get(url, {}, 256ull << 20));
+    DF_ASSIGN(HttpReply r, get_with_retries(http_, url, {}, 256ull << 20, retry_, log_));
     if (r.status != 200) return explain(url, r);
     auto page = parse_tree_listing(r.body);
     if (!page.ok()) return page.status().with_context("GET " + url);

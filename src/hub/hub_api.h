@@ -7,11 +7,13 @@
 //   GET {endpoint}/{repo}/resolve/{commit}/{path}            -> the bytes (Range; redirects)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 #include "hub/http.h"
+#include "hub/retry.h"
 
 namespace deltafin::hub {
 
@@ -39,6 +41,8 @@ Result<std::string> read_token_file(const std::string& path);
 class HubApi {
  public:
   HubApi(std::string endpoint, RepoSpec spec, std::string token);
+  // The policy of the API's requests (retries logged through `log`); default: RetryPolicy{}, no log.
+  void set_retry(const RetryPolicy& p, std::function<void(const std::string&)> log);
   // The commit the revision names now (pinned for the rest of the install).
   Result<std::string> resolve_commit();
   // Every file of the repository at `commit`, following pages.
@@ -53,6 +57,8 @@ class HubApi {
   RepoSpec spec_;
   std::string token_;
   HttpClient http_;
+  RetryPolicy retry_;
+  std::function<void(const std::string&)> log_;
 };
 
 }  // namespace deltafin::hub

@@ -1,9 +1,7 @@
 #include "hub/setup.h"
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,14 +9,18 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/fd_closer.h"
+#include "hub/disk_plan.h"
 #include "hub/download.h"
 #include "hub/hub_api.h"
+#include "hub/retry.h"
+#include "hub/streamed_shards.h"
 #include "io/checksum.h"
 #include "store/fs_util.h"
 #include "store/manifest.h"
@@ -31,7 +33,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr uint64_t kSpan = 4096;
 constexpr uint64_t kMaxHeader = 100ull << 20;  // the safetensors format's own limit
 
 void say(const SetupOptions& o, const std::string& line) {
@@ -46,16 +47,18 @@ uint64_t le64(const std::string& b) {
   return v;
 }
 
-// The header of a remote shard, by two Range requests (its length, then its JSON).
-Result<std::string> remote_header(HttpClient& http, const std::string& url, uint64_t file_size) {
+// The header of a remote shard, by two Range requests (its length, then its
+// JSON), each retried by the policy.
+Result<std::string> remote_header(HttpClient& http, const std::string& url, uint64_t file_size, const RetryPolicy& p,
+                                  const std::function<void(const std::string&)>& log) {
   if (file_size < 8) return error("{}: {} bytes is too short for a safetensors file", url, file_size);
-  DF_ASSIGN(HttpReply a, http.get(url, std::make_pair(uint64_t(0), uint64_t(7)), 1 << 20));
+  DF_ASSIGN(HttpReply a, get_with_retries(http, url, std::make_pair(uint64_t(0), uint64_t(7)), 1 << 20, p, log));
   if (a.status != 206 && a.status != 200) return Status::error(describe_http_failure(url, a));
   if (a.body.size() < 8) return error("GET {} (bytes 0-7): {} bytes", url, a.body.size());
   const uint64_t hlen = le64(a.body.substr(0, 8));
   if (hlen == 0 || hlen > kMaxHeader || 8 + hlen > file_size)
     return error("{}: header length {} does not fit the file ({} bytes)", url, hlen, file_size);
-  DF_ASSIGN(HttpReply h, http.get(url, std::make_pair(uint64_t(8), 8 + hlen - 1), kMaxHeader + 1));
+  DF_ASSIGN(HttpReply h, get_with_retries(http, url, std::make_pair(uint64_t(8), 8 + hlen - 1), kMaxHeader + 1, p, log));
   if (h.status != 206) return Status::error(describe_http_failure(url, h) + " (the safetensors header by Range)");
   if (h.body.size() != hlen) return error("GET {}: header of {} bytes, {} arrived", url, hlen, h.body.size());
   return h.body;
@@ -77,91 +80,6 @@ Result<std::string> local_header(const std::string& path) {
   return h;
 }
 
-struct Device {
-  dev_t dev = 0;
-  std::string path;   // a directory on it, for statvfs
-  std::string label;  // what is stored there
-  uint64_t need = 0;
-};
-
-Status check_space(const SetupOptions& o, std::vector<Device> devices) {
-  // Merge what shares one file system.
-  std::vector<Device> merged;
-  for (auto& d : devices) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](const Device& m) { return m.dev == d.dev; });
-    if (it == merged.end()) {
-      merged.push_back(d);
-    } else {
-      it->need += d.need;
-      it->label += " + " + d.label;
-    }
-  }
-  std::string missing;
-  for (const auto& d : merged) {
-    struct statvfs sv {};
-    if (::statvfs(d.path.c_str(), &sv) != 0) return error("{}: cannot read free space: {}", d.path, std::strerror(errno));
-    const uint64_t free_bytes = uint64_t(sv.f_bavail) * uint64_t(sv.f_frsize);
-    const uint64_t want = d.need + d.need / 100 + (64ull << 20);  // 1% and 64 MiB of slack
-    say(o, fmt::format("disk {}: {} needed ({}), {} free{}", d.path, gb(want), d.label, gb(free_bytes),
-                       want > free_bytes ? "  NOT ENOUGH" : ""));
-    if (want > free_bytes)
-      missing += fmt::format("{}{} needs {} ({}) but has {} free", missing.empty() ? "" : "; ", d.path, gb(want),
-                             d.label, gb(free_bytes));
-  }
-  if (!missing.empty())
-    return error("not enough disk space: {} (nothing was downloaded; free space or choose other --out/--drive "
-                 "directories; --no-space-check skips this check)",
-                 missing);
-  return {};
-}
-
-dev_t device_of(const std::string& path) {
-  struct stat st {};
-  fs::path p = path;
-  while (::stat(p.c_str(), &st) != 0 && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
-  return st.st_dev;
-}
-
-std::string existing_dir(const std::string& path) {
-  fs::path p = path;
-  std::error_code ec;
-  while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
-  return p.string();
-}
-
-// Needs per file system: the store's spine and the download on --out's, the
-// expert packs split over the drives by their given rates (equal otherwise),
-// with the replicas prepare will add.
-Status plan_space(const SetupOptions& o, const CheckpointSizes& sz, uint64_t to_download) {
-  DF_ASSIGN(auto drives, parse_drive_args(o.prepare.drives));
-  std::vector<Device> devices;
-  const std::string out = existing_dir(fs::absolute(o.prepare.out_dir).string());
-  devices.push_back({device_of(out), out,
-                     to_download ? fmt::format("spine and download of {}", gb(to_download)) : "spine",
-                     (sz.tensors - sz.expert_bytes) + (sz.total - sz.tensors) + to_download});
-  const uint64_t per_expert = sz.experts ? sz.expert_bytes / sz.experts : 0;
-  const uint64_t span = (per_expert + kSpan - 1) / kSpan * kSpan;
-  uint64_t copies = sz.experts;
-  if (o.prepare.replicate_hot == "all") {
-    copies *= 2;
-  } else if (!o.prepare.replicate_hot.empty()) {
-    try {
-      copies += std::min<uint64_t>(std::stoull(o.prepare.replicate_hot), sz.experts);
-    } catch (const std::exception&) {
-      // prepare names the bad value
-    }
-  }
-  double rate_sum = 0;
-  bool all_given = true;
-  for (const auto& [root, rate] : drives) rate_sum += rate, all_given = all_given && rate > 0;
-  for (size_t d = 0; d < drives.size(); ++d) {
-    const double share = all_given ? drives[d].second / rate_sum : 1.0 / double(drives.size());
-    // A drive holds whole spans: round its share up by one span.
-    const uint64_t bytes = uint64_t(double(copies) * share + 1) * span;
-    devices.push_back({device_of(drives[d].first), drives[d].first, fmt::format("expert packs of drive {}", d), bytes});
-  }
-  return check_space(o, devices);
-}
 
 struct SelectedFiles {
   std::vector<RemoteFile> files;  // top-level files: the checkpoint
@@ -202,137 +120,6 @@ json listing_json(const std::vector<RemoteFile>& files) {
   return j;
 }
 
-// A shard's placeholder: its header at the start, a hole to its full size.
-Status write_placeholder(const std::string& path, const std::string& tmp, const std::string& header, uint64_t size) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return error("{}: cannot create: {}", tmp, std::strerror(errno));
-  std::string head(8, '\0');
-  for (int i = 0; i < 8; ++i) head[size_t(i)] = char((header.size() >> (8 * i)) & 0xff);
-  head += header;
-  const bool ok = ::pwrite(fd, head.data(), head.size(), 0) == ssize_t(head.size()) && ::ftruncate(fd, off_t(size)) == 0 &&
-                  ::fsync(fd) == 0;
-  const int e = errno;
-  ::close(fd);
-  if (!ok) return error("{}: cannot write the placeholder: {}", tmp, std::strerror(e));
-  return rename_durable(tmp, path);
-}
-
-// The shards of a streamed setup: downloaded in place into their placeholder
-// when prepare first needs one, marked verified; given back by punching a
-// hole over the data (the header stays, as Checkpoint::open read it).
-class StreamedShards : public ShardSource {
- public:
-  StreamedShards(HubApi& api, std::string commit, const std::vector<RemoteFile>& files, std::string ck_dir,
-                 std::string state_dir, DownloadOptions d, const SetupOptions& o)
-      : api_(api), commit_(std::move(commit)), ck_dir_(std::move(ck_dir)), state_dir_(std::move(state_dir)),
-        d_(std::move(d)), o_(o) {
-    for (const auto& f : files)
-      if (f.path.ends_with(".safetensors")) files_[f.path] = f, ++total_;
-  }
-
-  Status ensure(const std::string& shard_path) override {
-    DF_ASSIGN(const RemoteFile* f, find(shard_path));
-    const std::string mark = state(*f, ".verified");
-    std::error_code ec;
-    if (fs::exists(mark, ec)) return {};
-    const auto t0 = std::chrono::steady_clock::now();
-    uint64_t bytes = 0;
-    DF_TRY(download_file(api_.file_url(commit_, f->path), *f, {shard_path, state(*f, ".part.json"), ""}, d_,
-                         [&](uint64_t n) { bytes += n; }));
-    DF_TRY(write_file_atomic(mark, ""));
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++fetched_;
-    say(o_, fmt::format("{}: {} downloaded and verified in {:.1f} s ({:.0f} MB/s); {} of {} shards this run",
-                        f->path, gb(f->size), s, s > 0 ? double(bytes) / s / 1e6 : 0.0, fetched_, total_));
-    if (o_.prepare.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.prepare.pause_ms));
-    return {};
-  }
-
-  // A streamed store's spine: only its tensors' bytes, by Range, into the
-  // placeholder (near ranges merged into one request).
-  Status ensure_ranges(const std::string& shard_path, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) override {
-    DF_ASSIGN(const RemoteFile* f, find(shard_path));
-    std::error_code ec;
-    if (fs::exists(state(*f, ".verified"), ec)) return {};
-    std::vector<std::pair<uint64_t, uint64_t>> rs;  // [begin, end)
-    for (const auto& [off, n] : ranges)
-      if (n) rs.push_back({off, off + n});
-    std::sort(rs.begin(), rs.end());
-    std::vector<std::pair<uint64_t, uint64_t>> merged;
-    for (const auto& r : rs) {
-      if (!merged.empty() && r.first <= merged.back().second + (1u << 20))
-        merged.back().second = std::max(merged.back().second, r.second);
-      else
-        merged.push_back(r);
-    }
-    const int fd = ::open(shard_path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return error("{}: cannot open: {}", shard_path, std::strerror(errno));
-    FdCloser closer(fd);
-    const std::string url = api_.file_url(commit_, f->path);
-    HttpClient http(d_.token);
-    uint64_t bytes = 0;
-    for (const auto& [b, e] : merged) {
-      uint64_t got = 0;
-      Status st;
-      for (int attempt = 1; attempt <= d_.retries + 1; ++attempt) {
-        st = http.get_range(url, b + got, e - b - got, fd, &got, [&](uint64_t n) { bytes += n; });
-        if (st.ok()) break;
-        const long code = http.last_status();
-        if (code >= 400 && code < 500 && code != 408 && code != 429) break;
-        if (d_.log) d_.log(fmt::format("{}: {}; retrying (attempt {} of {})", f->path, st.message(), attempt + 1, d_.retries + 1));
-        std::this_thread::sleep_for(std::chrono::milliseconds(250 * attempt));
-      }
-      DF_TRY(st);
-    }
-    if (::fdatasync(fd) != 0) return error("{}: cannot sync: {}", shard_path, std::strerror(errno));
-    say(o_, fmt::format("{}: {} of spine tensors fetched by range ({} requests)", f->path, gb(bytes), merged.size()));
-    return {};
-  }
-
-  Status release(const std::string& shard_path) override {
-    DF_ASSIGN(const RemoteFile* f, find(shard_path));
-    // Unmarked first: a hole is never taken for verified data.
-    std::error_code ec;
-    fs::remove(state(*f, ".verified"), ec);
-    DF_TRY(fsync_path(state_dir_));
-    const int fd = ::open(shard_path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) return error("{}: cannot open: {}", shard_path, std::strerror(errno));
-    std::string n(8, '\0');
-    const bool read_ok = ::pread(fd, n.data(), 8, 0) == 8;
-    const uint64_t keep = read_ok ? 8 + le64(n) : 0;
-    int rc = 0;
-    if (read_ok && keep < f->size)
-      rc = ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(keep), off_t(f->size - keep));
-    const int e = errno;
-    ::close(fd);
-    if (rc != 0 && !warned_) {
-      warned_ = true;
-      std::fprintf(stderr, "setup: warning: %s: cannot free a used shard's space (%s): shards stay on disk until "
-                   "the store is complete\n", shard_path.c_str(), std::strerror(e));
-    }
-    return {};
-  }
-
- private:
-  Result<const RemoteFile*> find(const std::string& shard_path) {
-    const std::string name = fs::path(shard_path).filename().string();
-    auto it = files_.find(name);
-    if (it == files_.end() || fs::path(shard_path).parent_path() != fs::path(ck_dir_))
-      return error("{}: not a shard of this setup", shard_path);
-    return &it->second;
-  }
-  std::string state(const RemoteFile& f, const char* ext) const {
-    return (fs::path(state_dir_) / f.path).string() + ext;
-  }
-  HubApi& api_;
-  std::string commit_, ck_dir_, state_dir_;
-  DownloadOptions d_;
-  const SetupOptions& o_;
-  std::map<std::string, RemoteFile> files_;
-  size_t total_ = 0, fetched_ = 0;
-  bool warned_ = false;
-};
-
 }  // namespace
 
 Result<CheckpointSizes> sizes_from_header(const std::string& header_json, const std::string& what) {
@@ -360,15 +147,60 @@ Result<CheckpointSizes> sizes_from_header(const std::string& header_json, const 
   return s;
 }
 
+
 namespace {
+
+// A word of a shell command, quoted when it needs to be.
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_./:@%+=,-").find(c) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The command that continues this setup where it stopped: the options the
+// records pin (repository, endpoint, mode), the drives, and what must match
+// for the records to be reused (the chunk size) or was asked for.
+std::string resume_command(const SetupOptions& o, const std::string& out) {
+  std::string c = "deltafin setup";
+  auto add = [&](const char* opt, const std::string& v) { c += fmt::format(" {} {}", opt, shell_word(v)); };
+  // Paths absolute, so that the command works from any directory ("DIR:MBPS" keeps its rate).
+  auto path = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+  if (o.resume) {
+    add("--out", out);
+  } else {
+    add("--repo", o.repo);
+    add("--endpoint", o.endpoint);
+    add("--out", out);
+    for (const auto& d : o.prepare.drives) add("--drive", path(d));
+    if (o.stream) c += " --stream";
+    if (o.keep_checkpoint) c += " --keep-checkpoint";
+    if (!o.prepare.replicate_hot.empty()) add("--replicate-hot", o.prepare.replicate_hot);
+    if (!o.prepare.replicas_from.empty()) add("--replicas-from", path(o.prepare.replicas_from));
+    if (!o.prepare.spine.empty() && o.prepare.spine != "bf16") add("--spine", o.prepare.spine);
+  }
+  if (!o.token_file.empty()) add("--token-file", path(o.token_file));
+  const SetupOptions def;
+  if (o.chunk_mb != def.chunk_mb) add("--chunk-mb", std::to_string(o.chunk_mb));
+  if (o.connections != def.connections) add("--connections", std::to_string(o.connections));
+  if (o.retry.retries != def.retry.retries) add("--retries", std::to_string(o.retry.retries));
+  if (o.retry.stall_timeout_s != def.retry.stall_timeout_s)
+    add("--stall-timeout", std::to_string(o.retry.stall_timeout_s));
+  if (o.retry.backoff_ms != def.retry.backoff_ms) add("--retry-backoff-ms", std::to_string(o.retry.backoff_ms));
+  if (o.resume) return c.replace(0, std::string("deltafin setup").size(), "deltafin setup --resume");
+  return c;
+}
 
 // `setup --resume --out STORE`: the streamed store's own records name the
 // repository, commit and drives; the rest is the streamed setup's path with
 // prepare completing the store in place (StreamMode::Fill).
 Status resume_store(const SetupOptions& o, const std::string& out) {
   if (!o.repo.empty() || !o.from_dir.empty() || o.stream || o.keep_checkpoint || !o.prepare.drives.empty())
-    return error("--resume takes only --out (and --token-file, --connections, --chunk-mb): the streamed store "
-                 "records its repository and drives");
+    return error("--resume takes only --out (and --token-file, --connections, --chunk-mb, --retries, --stall-timeout, "
+                 "--retry-backoff-ms): the streamed store records its repository and drives");
   if (!fs::exists(fs::path(out) / kManifestName)) return error("{}: no manifest: not a store made by `setup --stream`", out);
   DF_ASSIGN(Manifest m, Manifest::load(out));
   if (!m.stream) {
@@ -403,6 +235,302 @@ Status resume_store(const SetupOptions& o, const std::string& out) {
   return setup_store(r);
 }
 
+// Step 1: the options alone, before anything is read or written.
+Status check_options(const SetupOptions& o) {
+  if (o.repo.empty() == o.from_dir.empty()) return error("give exactly one of --repo ORG/NAME[@REVISION] and --from DIR");
+  if (o.connections < 1 || o.connections > 64) return error("--connections {}: expected 1..64", o.connections);
+  if (o.chunk_mb < 1 || o.chunk_mb > 4096) return error("--chunk-mb {}: expected 1..4096", o.chunk_mb);
+  DF_TRY(check_retry_policy(o.retry));
+  DF_TRY(parse_drive_args(o.prepare.drives).status());
+  if (o.stream && !o.from_dir.empty()) return error("--stream needs --repo: a local snapshot is prepared in place");
+  if (o.stream && o.keep_checkpoint) return error("--stream and --keep-checkpoint exclude each other");
+  return {};
+}
+
+// Step 1 too: a store whose manifest exists is complete (or streamed): says
+// so and sets *done.
+Status check_existing_store(const SetupOptions& o, const std::string& out, const std::string& staging, bool* done) {
+  *done = false;
+  if (o.resume || !fs::exists(fs::path(out) / kManifestName)) return {};
+  *done = true;
+  DF_ASSIGN(Manifest m, Manifest::load(out));
+  if (m.stream) {
+    say(o, fmt::format("{}: is a streamed store (its experts are fetched on first use); `deltafin setup --resume "
+                       "--out {}` completes it",
+                       out, out));
+    return {};
+  }
+  std::error_code ec;
+  if (!o.keep_checkpoint) fs::remove_all(staging, ec);  // left by a run killed after the manifest was written
+  say(o, fmt::format("{}: store is already complete (remove it to set up again)", out));
+  return {};
+}
+
+// --from: a local snapshot, prepared in place (nothing to download or delete).
+Status setup_from_snapshot(const SetupOptions& o) {
+  PrepareOptions p = o.prepare;
+  p.model_dir = o.from_dir;
+  DF_TRY(check_prepare_paths(p));
+  if (o.space_check) {
+    std::error_code ec;
+    CheckpointSizes sz;
+    for (const auto& e : fs::directory_iterator(o.from_dir, ec)) {
+      if (!e.is_regular_file()) continue;
+      sz.total += e.file_size();
+      if (e.path().extension() != ".safetensors") continue;
+      DF_ASSIGN(std::string h, local_header(e.path().string()));
+      DF_ASSIGN(CheckpointSizes s, sizes_from_header(h, e.path().string()));
+      sz.tensors += s.tensors, sz.expert_bytes += s.expert_bytes, sz.experts += s.experts;
+    }
+    if (ec) return error("--from {}: cannot list: {}", o.from_dir, ec.message());
+    DF_TRY(plan_space(o, sz, 0));
+  }
+  return prepare_store(p);
+}
+
+// --repo: one install from a repository, as named steps that setup_store runs
+// in order. Everything after pin_source is resumable by rerunning the same
+// command; a network failure there names that command.
+class RepoSetup {
+ public:
+  RepoSetup(const SetupOptions& o, std::string out, RepoSpec spec, std::string token)
+      : o_(o), out_(std::move(out)), staging_((fs::path(out_) / ".setup").string()), spec_(std::move(spec)),
+        token_(std::move(token)), api_(o.endpoint, spec_, token_),
+        what_(fmt::format("{} at {}", spec_.repo, api_.endpoint())), ck_dir_((fs::path(staging_) / "checkpoint").string()),
+        state_dir_((fs::path(staging_) / "state").string()), chunk_(o.chunk_mb << 20), streamed_(!o.keep_checkpoint) {
+    log_ = [](const std::string& line) { std::fprintf(stderr, "setup: %s\n", line.c_str()); };
+    api_.set_retry(o.retry, log_);
+    d_.connections = o.connections;
+    d_.chunk_bytes = chunk_;
+    d_.token = token_;
+    d_.retry = o.retry;
+    d_.log = log_;
+  }
+
+  // Step 2: the commit and the listing. The source is pinned at the first
+  // run (STORE/.setup/source.json, listing.json): a rerun continues the same
+  // commit. Nothing is written before the repository answered.
+  Status pin_source() {
+    const std::string source_rec = (fs::path(staging_) / "source.json").string();
+    const std::string listing_rec = (fs::path(staging_) / "listing.json").string();
+    // Streamed (the default): shards are downloaded as prepare needs them and
+    // freed after; --keep-checkpoint downloads the whole checkpoint first.
+    json source = {{"endpoint", api_.endpoint()}, {"repo", spec_.repo}, {"revision", spec_.revision}, {"streamed", streamed_}};
+    // --stream is recorded too (a --resume of it continues with the same record).
+    if (o_.stream || o_.resume) source["stream"] = true;
+    if (auto prev = read_file(source_rec); prev.ok()) {
+      json p;
+      try {
+        p = json::parse(*prev);
+      } catch (const std::exception&) {
+        return error("{}: unreadable; delete {} to start over", source_rec, staging_);
+      }
+      commit_ = p.value("commit", "");
+      p.erase("commit");
+      if (p != source)
+        return error("{}: holds an interrupted setup of {} (rerun with the same --repo, --endpoint, --stream and "
+                     "--keep-checkpoint, or delete {})",
+                     out_, p.dump(), staging_);
+    }
+    if (commit_.empty()) {
+      DF_ASSIGN(commit_, api_.resolve_commit());
+      DF_ASSIGN(listed_, api_.list_files(commit_));
+      DF_TRY(select_files(listed_, what_).status());
+      std::error_code ec;
+      fs::create_directories(staging_, ec);
+      if (ec) return error("{}: cannot create: {}", staging_, ec.message());
+      DF_TRY(write_file_atomic(listing_rec, listing_json(listed_).dump() + "\n"));
+      source["commit"] = commit_;
+      DF_TRY(write_file_atomic(source_rec, source.dump() + "\n"));
+    } else {
+      DF_ASSIGN(std::string text, read_file(listing_rec));
+      auto l = parse_tree_listing(text);
+      if (!l.ok()) return l.status().with_context(listing_rec + " (delete " + staging_ + " to start over)");
+      listed_ = std::move(*l);
+    }
+    say(o_, fmt::format("{} @ {} (commit {})", spec_.repo, spec_.revision, commit_));
+    DF_ASSIGN(sel_, select_files(listed_, what_));
+    if (sel_.skipped) say(o_, fmt::format("{} files in subfolders are not part of the checkpoint: skipped", sel_.skipped));
+    for (const auto& dir : {ck_dir_, state_dir_}) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) return error("{}: cannot create: {}", dir, ec.message());
+    }
+    return {};
+  }
+
+  // Steps 3 to 8; a network failure that outlasted its retries names the
+  // command that resumes (everything downloaded so far is on disk and recorded).
+  Status install() {
+    Status st = [&]() -> Status {
+      DF_TRY(measure());
+      DF_TRY(check_disk());
+      DF_TRY(download_now());
+      DF_TRY(write_placeholders());
+      DF_TRY(run_prepare());
+      return {};
+    }();
+    if (gave_up(st)) return error("{}; `{}` resumes from there", st.message(), resume_command(o_, out_));
+    DF_TRY(st);
+    return finish();
+  }
+
+ private:
+  // Step 3: sizes from the listing and each shard's safetensors header (two
+  // Range requests, or the local copy's), and what is already here.
+  Status measure() {
+    HttpClient http(token_);
+    http.set_stall_timeout(o_.retry.stall_timeout_s);
+    for (const auto& f : sel_.files) {
+      sz_.total += f.size;
+      already_ += have(f);
+      if (!f.path.ends_with(".safetensors")) continue;
+      uint64_t v = f.size;  // kept in descending order
+      for (auto& l : largest_)
+        if (v > l) std::swap(v, l);
+      std::error_code ec;
+      const bool local = fs::exists(ck_path(f), ec);  // a complete file or a placeholder: its header is there
+      if (!o_.space_check && (!streamed_ || local)) continue;
+      auto h = local ? local_header(ck_path(f))
+                     : remote_header(http, api_.file_url(commit_, f.path), f.size, o_.retry, log_);
+      if (!h.ok()) return h.status();
+      DF_ASSIGN(CheckpointSizes s, sizes_from_header(*h, f.path));
+      sz_.tensors += s.tensors, sz_.expert_bytes += s.expert_bytes, sz_.experts += s.experts;
+      if (!local) headers_[f.path] = std::move(*h);
+    }
+    say(o_, fmt::format("{} files, {} ({} already here); routed experts {} in {} experts{}", sel_.files.size(),
+                        gb(sz_.total), gb(already_), gb(sz_.expert_bytes), sz_.experts,
+                        streamed_ ? "; shards are downloaded as the store needs them and deleted after" : ""));
+    return {};
+  }
+
+  // Step 4: disk space per file system, before a byte is downloaded.
+  Status check_disk() {
+    if (!o_.space_check) return {};
+    // Streamed, --out's file system holds the shards in use: bounded here by the three largest.
+    const uint64_t staged =
+        streamed_ ? (sz_.total - sz_.tensors) + largest_[0] + largest_[1] + largest_[2] : sz_.total - already_;
+    return plan_space(o_, sz_, staged);
+  }
+
+  // Step 5: the small files and, unless streamed, the shards: downloaded and
+  // verified now. Then prepare's identity of every file (SHA-256).
+  Status download_now() {
+    uint64_t total = 0, done = 0;
+    std::vector<DownloadJob> jobs;
+    for (const auto& f : sel_.files) {
+      if (streamed_ && is_shard(f)) continue;
+      total += f.size;
+      done += have(f);
+      if (!complete(f))
+        jobs.push_back({api_.file_url(commit_, f.path), &f,
+                        {state_path(f, ".part"), state_path(f, ".part.json"), ck_path(f)}});
+    }
+    Progress prog(fmt::format("downloading {}", spec_.repo), total, o_.prepare.quiet);
+    prog.add(done);
+    DF_TRY(download_files(jobs, d_, [&](uint64_t n) { prog.add(n); }, [&] {
+      if (o_.prepare.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.prepare.pause_ms));
+    }));
+    prog.finish();
+    // The listing's SHA-256 for LFS files (verified on download), computed
+    // here for the small ones (their listing gives a git SHA-1).
+    for (const auto& f : sel_.files) {
+      if (!f.sha256.empty()) {
+        sha256_[f.path] = f.sha256;
+      } else {
+        DF_ASSIGN(sha256_[f.path], sha256_file(ck_path(f)));
+      }
+    }
+    return {};
+  }
+
+  // Step 6, streamed: every shard a placeholder (its header, then a hole)
+  // that Checkpoint::open reads; StreamedShards fills it when prepare asks.
+  Status write_placeholders() {
+    if (!streamed_) return {};
+    for (const auto& f : sel_.files) {
+      std::error_code ec;
+      if (is_shard(f) && !fs::exists(ck_path(f), ec))
+        DF_TRY(write_placeholder(ck_path(f), state_path(f, ".placeholder"), headers_.at(f.path), f.size));
+    }
+    return {};
+  }
+
+  // Step 7: prepare writes the store from the checkpoint directory.
+  Status run_prepare() {
+    StreamedShards shards(api_, commit_, sel_.files, ck_dir_, state_dir_, d_, o_);
+    PrepareOptions p = o_.prepare;
+    p.model_dir = ck_dir_;
+    p.source_label = fmt::format("{}/{}@{}", api_.endpoint(), spec_.repo, commit_);
+    p.known_sha256 = sha256_;
+    if (streamed_) p.shards = &shards;
+    if (o_.stream) {
+      p.stream_mode = StreamMode::Stream;
+      std::string token_file;
+      if (!o_.token_file.empty()) token_file = fs::absolute(o_.token_file).lexically_normal().string();
+      p.stream_source = StreamSource{api_.endpoint(), spec_.repo, commit_, token_file};
+    } else if (o_.resume) {
+      p.stream_mode = StreamMode::Fill;
+    }
+    return prepare_store(p);
+  }
+
+  // Step 8: the download removed (unless kept, or a streamed store needs its headers).
+  Status finish() {
+    if (o_.stream) {
+      // The placeholders' headers locate every expert for `run`; the records
+      // let `setup --resume` continue the same commit.
+      say(o_, fmt::format("{}: ready to run; each expert is fetched from {} on its first use; `deltafin setup --resume "
+                          "--out {}` downloads and verifies the rest",
+                          out_, api_.endpoint(), out_));
+      return {};
+    }
+    if (o_.keep_checkpoint) {
+      say(o_, fmt::format("the downloaded checkpoint stays in {} (--keep-checkpoint)", ck_dir_));
+      return {};
+    }
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+    if (ec) return error("{}: cannot remove the downloaded checkpoint: {}", staging_, ec.message());
+    say(o_, fmt::format("removed the downloaded checkpoint ({})", staging_));
+    return {};
+  }
+
+  static bool is_shard(const RemoteFile& f) { return f.path.ends_with(".safetensors"); }
+  std::string ck_path(const RemoteFile& f) const { return (fs::path(ck_dir_) / f.path).string(); }
+  std::string state_path(const RemoteFile& f, const char* ext) const {
+    return (fs::path(state_dir_) / f.path).string() + ext;
+  }
+  // A shard of a streamed setup is a placeholder until its ".verified" mark.
+  bool complete(const RemoteFile& f) const {
+    std::error_code ec;
+    if (streamed_ && is_shard(f)) return fs::exists(state_path(f, ".verified"), ec);
+    return fs::is_regular_file(ck_path(f), ec) && fs::file_size(ck_path(f), ec) == f.size;
+  }
+  // Bytes of `f` on disk: all of a complete file, else what its record lists.
+  uint64_t have(const RemoteFile& f) const {
+    return complete(f) ? f.size : recorded_bytes(f, state_path(f, ".part.json"), chunk_);
+  }
+
+  const SetupOptions& o_;
+  std::string out_, staging_;
+  RepoSpec spec_;
+  std::string token_;
+  HubApi api_;
+  std::string what_, ck_dir_, state_dir_;
+  uint64_t chunk_;
+  bool streamed_;
+  std::function<void(const std::string&)> log_;
+  DownloadOptions d_;
+  std::string commit_;
+  std::vector<RemoteFile> listed_;
+  SelectedFiles sel_;
+  CheckpointSizes sz_;
+  uint64_t already_ = 0, largest_[3] = {0, 0, 0};
+  std::map<std::string, std::string> headers_;  // shard -> its safetensors header (placeholders)
+  std::map<std::string, std::string> sha256_;
+};
+
 }  // namespace
 
 Status setup_store(const SetupOptions& o) {
@@ -410,216 +538,16 @@ Status setup_store(const SetupOptions& o) {
   const std::string out = fs::absolute(o.prepare.out_dir, ec).lexically_normal().string();
   const std::string staging = (fs::path(out) / ".setup").string();
   if (o.resume && o.repo.empty()) return resume_store(o, out);
-  if (o.repo.empty() == o.from_dir.empty()) return error("give exactly one of --repo ORG/NAME[@REVISION] and --from DIR");
-  if (o.connections < 1 || o.connections > 64) return error("--connections {}: expected 1..64", o.connections);
-  if (o.chunk_mb < 1 || o.chunk_mb > 4096) return error("--chunk-mb {}: expected 1..4096", o.chunk_mb);
-  DF_TRY(parse_drive_args(o.prepare.drives).status());
-  if (!o.resume && fs::exists(fs::path(out) / kManifestName)) {
-    DF_ASSIGN(Manifest m, Manifest::load(out));
-    if (m.stream) {
-      say(o, fmt::format("{}: is a streamed store (its experts are fetched on first use); `deltafin setup --resume "
-                         "--out {}` completes it",
-                         out, out));
-      return {};
-    }
-    if (!o.keep_checkpoint) fs::remove_all(staging, ec);  // left by a run killed after the manifest was written
-    say(o, fmt::format("{}: store is already complete (remove it to set up again)", out));
-    return {};
-  }
-  if (o.stream && !o.from_dir.empty()) return error("--stream needs --repo: a local snapshot is prepared in place");
-  if (o.stream && o.keep_checkpoint) return error("--stream and --keep-checkpoint exclude each other");
-
-  // A local snapshot: prepare it in place (nothing to download or delete).
-  if (!o.from_dir.empty()) {
-    PrepareOptions p = o.prepare;
-    p.model_dir = o.from_dir;
-    DF_TRY(check_prepare_paths(p));
-    if (o.space_check) {
-      CheckpointSizes sz;
-      for (const auto& e : fs::directory_iterator(o.from_dir, ec)) {
-        if (!e.is_regular_file()) continue;
-        sz.total += e.file_size();
-        if (e.path().extension() != ".safetensors") continue;
-        DF_ASSIGN(std::string h, local_header(e.path().string()));
-        DF_ASSIGN(CheckpointSizes s, sizes_from_header(h, e.path().string()));
-        sz.tensors += s.tensors, sz.expert_bytes += s.expert_bytes, sz.experts += s.experts;
-      }
-      if (ec) return error("--from {}: cannot list: {}", o.from_dir, ec.message());
-      DF_TRY(plan_space(o, sz, 0));
-    }
-    return prepare_store(p);
-  }
-
+  DF_TRY(check_options(o));
+  bool done = false;
+  DF_TRY(check_existing_store(o, out, staging, &done));
+  if (done) return {};
+  if (!o.from_dir.empty()) return setup_from_snapshot(o);
   DF_ASSIGN(RepoSpec spec, parse_repo_spec(o.repo));
   DF_ASSIGN(std::string token, read_token_file(o.token_file));
-  HubApi api(o.endpoint, spec, token);
-  const std::string what = fmt::format("{} at {}", spec.repo, api.endpoint());
-
-  // The source is pinned at the first run: a rerun continues the same commit.
-  // Nothing is written before the repository answered (a refused run leaves nothing).
-  const std::string source_rec = (fs::path(staging) / "source.json").string();
-  const std::string listing_rec = (fs::path(staging) / "listing.json").string();
-  // Streamed (the default): shards are downloaded as prepare needs them and
-  // freed after; --keep-checkpoint downloads the whole checkpoint first.
-  const bool streamed = !o.keep_checkpoint;
-  json source = {{"endpoint", api.endpoint()}, {"repo", spec.repo}, {"revision", spec.revision}, {"streamed", streamed}};
-  // --stream is recorded too (a --resume of it continues with the same record).
-  if (o.stream || o.resume) source["stream"] = true;
-  std::string commit;
-  if (auto prev = read_file(source_rec); prev.ok()) {
-    json p;
-    try {
-      p = json::parse(*prev);
-    } catch (const std::exception&) {
-      return error("{}: unreadable; delete {} to start over", source_rec, staging);
-    }
-    commit = p.value("commit", "");
-    p.erase("commit");
-    if (p != source)
-      return error("{}: holds an interrupted setup of {} (rerun with the same --repo, --endpoint, --stream and "
-                   "--keep-checkpoint, or delete {})",
-                   out, p.dump(), staging);
-  }
-  std::vector<RemoteFile> listed;
-  if (commit.empty()) {
-    DF_ASSIGN(commit, api.resolve_commit());
-    auto l = api.list_files(commit);
-    if (!l.ok()) return l.status();
-    listed = std::move(*l);
-    DF_TRY(select_files(listed, what).status());
-    fs::create_directories(staging, ec);
-    if (ec) return error("{}: cannot create: {}", staging, ec.message());
-    DF_TRY(write_file_atomic(listing_rec, listing_json(listed).dump() + "\n"));
-    source["commit"] = commit;
-    DF_TRY(write_file_atomic(source_rec, source.dump() + "\n"));
-  } else {
-    DF_ASSIGN(std::string text, read_file(listing_rec));
-    auto l = parse_tree_listing(text);
-    if (!l.ok()) return l.status().with_context(listing_rec + " (delete " + staging + " to start over)");
-    listed = std::move(*l);
-  }
-  say(o, fmt::format("{} @ {} (commit {})", spec.repo, spec.revision, commit));
-  DF_ASSIGN(SelectedFiles sel, select_files(listed, what));
-  if (sel.skipped) say(o, fmt::format("{} files in subfolders are not part of the checkpoint: skipped", sel.skipped));
-
-  const std::string ck_dir = (fs::path(staging) / "checkpoint").string();
-  const std::string state_dir = (fs::path(staging) / "state").string();
-  for (const auto& dir : {ck_dir, state_dir}) {
-    fs::create_directories(dir, ec);
-    if (ec) return error("{}: cannot create: {}", dir, ec.message());
-  }
-  const uint64_t chunk = o.chunk_mb << 20;
-  auto ck_path = [&](const RemoteFile& f) { return (fs::path(ck_dir) / f.path).string(); };
-  auto state_path = [&](const RemoteFile& f, const char* ext) { return (fs::path(state_dir) / f.path).string() + ext; };
-  auto complete = [&](const RemoteFile& f) {
-    // A shard of a streamed setup is a placeholder until its ".verified" mark.
-    if (streamed && f.path.ends_with(".safetensors")) return fs::exists(state_path(f, ".verified"), ec);
-    return fs::is_regular_file(ck_path(f), ec) && fs::file_size(ck_path(f), ec) == f.size;
-  };
-  CheckpointSizes sz;
-  uint64_t already = 0, largest[3] = {0, 0, 0};
-  std::map<std::string, std::string> headers;  // shard -> its safetensors header (placeholders)
-  {
-    HttpClient http(token);
-    for (const auto& f : sel.files) {
-      sz.total += f.size;
-      already += complete(f) ? f.size : recorded_bytes(f, state_path(f, ".part.json"), chunk);
-      if (!f.path.ends_with(".safetensors")) continue;
-      uint64_t v = f.size;  // kept in descending order
-      for (auto& l : largest)
-        if (v > l) std::swap(v, l);
-      const bool local = fs::exists(ck_path(f), ec);  // a complete file or a placeholder: its header is there
-      if (!o.space_check && (!streamed || local)) continue;
-      auto h = local ? local_header(ck_path(f)) : remote_header(http, api.file_url(commit, f.path), f.size);
-      if (!h.ok()) return h.status();
-      DF_ASSIGN(CheckpointSizes s, sizes_from_header(*h, f.path));
-      sz.tensors += s.tensors, sz.expert_bytes += s.expert_bytes, sz.experts += s.experts;
-      if (!local) headers[f.path] = std::move(*h);
-    }
-  }
-  say(o, fmt::format("{} files, {} ({} already here); routed experts {} in {} experts{}", sel.files.size(),
-                     gb(sz.total), gb(already), gb(sz.expert_bytes), sz.experts,
-                     streamed ? "; shards are downloaded as the store needs them and deleted after" : ""));
-  if (o.space_check) {
-    // Streamed, --out's file system holds the shards in use: bounded here by the three largest.
-    const uint64_t staged = streamed ? (sz.total - sz.tensors) + largest[0] + largest[1] + largest[2] : sz.total - already;
-    DF_TRY(plan_space(o, sz, staged));
-  }
-
-  DownloadOptions d;
-  d.connections = o.connections;
-  d.chunk_bytes = chunk;
-  d.token = token;
-  d.log = [&](const std::string& line) { std::fprintf(stderr, "setup: %s\n", line.c_str()); };
-  std::map<std::string, std::string> sha256;
-  // The small files and, unless streamed, the shards: downloaded now.
-  {
-    uint64_t total = 0, have = 0;
-    for (const auto& f : sel.files)
-      if (!streamed || !f.path.ends_with(".safetensors")) {
-        total += f.size;
-        have += complete(f) ? f.size : recorded_bytes(f, state_path(f, ".part.json"), chunk);
-      }
-    Progress prog(fmt::format("downloading {}", spec.repo), total, o.prepare.quiet);
-    prog.add(have);
-    std::vector<DownloadJob> jobs;
-    for (const auto& f : sel.files)
-      if (!(streamed && f.path.ends_with(".safetensors")) && !complete(f))
-        jobs.push_back({api.file_url(commit, f.path), &f,
-                        {state_path(f, ".part"), state_path(f, ".part.json"), ck_path(f)}});
-    DF_TRY(download_files(jobs, d, [&](uint64_t n) { prog.add(n); }, [&] {
-      if (o.prepare.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.prepare.pause_ms));
-    }));
-    prog.finish();
-  }
-  for (const auto& f : sel.files) {
-    // prepare's identity is SHA-256 per file: the listing's for LFS files
-    // (verified on download), computed here for the small ones (their
-    // listing gives a git SHA-1).
-    if (!f.sha256.empty()) {
-      sha256[f.path] = f.sha256;
-    } else {
-      DF_ASSIGN(sha256[f.path], sha256_file(ck_path(f)));
-    }
-  }
-  // Streamed: every shard a placeholder (its header, then a hole) that
-  // Checkpoint::open reads; StreamedShards fills it when prepare asks.
-  if (streamed)
-    for (const auto& f : sel.files)
-      if (f.path.ends_with(".safetensors") && !fs::exists(ck_path(f), ec))
-        DF_TRY(write_placeholder(ck_path(f), state_path(f, ".placeholder"), headers.at(f.path), f.size));
-  StreamedShards shards(api, commit, sel.files, ck_dir, state_dir, d, o);
-
-  PrepareOptions p = o.prepare;
-  p.model_dir = ck_dir;
-  p.source_label = fmt::format("{}/{}@{}", api.endpoint(), spec.repo, commit);
-  p.known_sha256 = sha256;
-  if (streamed) p.shards = &shards;
-  if (o.stream) {
-    p.stream_mode = StreamMode::Stream;
-    std::string token_file;
-    if (!o.token_file.empty()) token_file = fs::absolute(o.token_file).lexically_normal().string();
-    p.stream_source = StreamSource{api.endpoint(), spec.repo, commit, token_file};
-  } else if (o.resume) {
-    p.stream_mode = StreamMode::Fill;
-  }
-  DF_TRY(prepare_store(p));
-  if (o.stream) {
-    // The placeholders' headers locate every expert for `run`; the records
-    // let `setup --resume` continue the same commit.
-    say(o, fmt::format("{}: ready to run; each expert is fetched from {} on its first use; `deltafin setup --resume "
-                       "--out {}` downloads and verifies the rest",
-                       out, api.endpoint(), out));
-    return {};
-  }
-  if (!o.keep_checkpoint) {
-    fs::remove_all(staging, ec);
-    if (ec) return error("{}: cannot remove the downloaded checkpoint: {}", staging, ec.message());
-    say(o, fmt::format("removed the downloaded checkpoint ({})", staging));
-  } else {
-    say(o, fmt::format("the downloaded checkpoint stays in {} (--keep-checkpoint)", ck_dir));
-  }
-  return {};
+  RepoSetup run(o, out, std::move(spec), std::move(token));
+  DF_TRY(run.pin_source());
+  return run.install();
 }
 
 }  // namespace deltafin::hub

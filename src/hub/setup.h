@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "hub/retry.h"
 #include "store/prepare.h"
 
 namespace deltafin::hub {
@@ -20,6 +21,10 @@ struct SetupOptions {
   std::string token_file;
   int connections = 8;
   uint64_t chunk_mb = 32;
+  // Every request: a reset, a stall (no byte for stall_timeout_s), 408,
+  // 429 or a 5xx is retried from the last byte written after a backoff
+  // (one line each); a 4xx refusal fails at once.
+  RetryPolicy retry;
   bool keep_checkpoint = false;
   bool space_check = true;
   // --stream: the spine, the manifest and sparse packs first; experts are

@@ -12,35 +12,16 @@ set -euo pipefail
 BIN=$(realpath "$1")
 SRC=$(realpath "$2")
 T=$(mktemp -d)
-SERVER_PID=""
+REPO=deltafin-test/k3-small
+# start_server, stop_server, same_logits, fail, P (the prompt).
+# shellcheck source=../hub/hub_test_lib.sh
+source "$SRC/tests/hub/hub_test_lib.sh"
 cleanup() {
-  [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2> /dev/null || true
+  stop_server
   mountpoint -q "$T/small-disk" 2> /dev/null && umount "$T/small-disk" || true
   rm -rf "$T"
 }
 trap cleanup EXIT
-REPO=deltafin-test/k3-small
-
-# start_server ROOT [hub_server options]: sets SERVER_PID and URL.
-start_server() {
-  local root=$1; shift
-  [[ -n "$SERVER_PID" ]] && { kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true; }
-  rm -f "$T/port"
-  python3 "$SRC/tests/hub/hub_server.py" --root "$root" --repo "$REPO" --port-file "$T/port" "$@" \
-    2> "$T/server.log" &
-  SERVER_PID=$!
-  for _ in $(seq 1 500); do [[ -f "$T/port" ]] && break; sleep 0.02; done
-  [[ -f "$T/port" ]] || { cat "$T/server.log"; echo "FAIL: hub_server did not start"; exit 1; }
-  URL="http://127.0.0.1:$(cat "$T/port")"
-}
-
-P=(--prompt-ids 3,1,4,1,5,9,2,6 --max-new 5 --print-ids --threads 2)
-# same_logits STORE REF_BIN: run --store gives the reference's logits byte for byte.
-same_logits() {
-  "$BIN" run --store "$1" "${P[@]}" --dump-logits "$T/got.bin" > "$T/got.txt"
-  cmp "$T/got.bin" "$2"
-}
-fail() { echo "FAIL: $*"; exit 1; }
 
 # --- small: setup is prepare, byte for byte -------------------------------
 "$BIN" make-model --preset small --out "$T/small" --seed 5 > /dev/null
@@ -75,8 +56,8 @@ size=$(stat -c %s "$T/tiny/$shard")
 start_server "$T/tiny" --drop "$shard:$((size / 3))" --flip "$shard:$((size / 2))"
 mkdir -p "$T/d2"
 "$BIN" setup --repo "$REPO" --endpoint "$URL" --out "$T/s2" --drive "$T/d2:1000" --chunk-mb 64 --connections 1 \
-  2> "$T/s2.err" || { cat "$T/s2.err"; fail "setup with a dropped connection and a flipped byte"; }
-grep -q "$shard: .*retrying (attempt 2 of 5) from byte" "$T/s2.err" || { cat "$T/s2.err"; fail "no resume logged"; }
+  --retry-backoff-ms 50 2> "$T/s2.err" || { cat "$T/s2.err"; fail "setup with a dropped connection and a flipped byte"; }
+grep -q "$shard: .*; retry 1 of 5 in 0.1 s from byte" "$T/s2.err" || { cat "$T/s2.err"; fail "no resume logged"; }
 grep -q "$shard: checksum mismatch (SHA-256 .* in the listing, .* downloaded); fetching the file again" "$T/s2.err" \
   || { cat "$T/s2.err"; fail "flipped byte not caught"; }
 same_logits "$T/s2" "$T/tiny.bin"
@@ -87,7 +68,9 @@ start_server "$T/tiny" --status config.json:500
 mkdir -p "$T/d3"
 expect_error() {  # expect_error PATTERN setup-args...
   local pat=$1; shift
-  if "$BIN" setup --endpoint "$URL" --drive "$T/d3" "$@" > "$T/e.out" 2> "$T/e.err"; then fail "setup $* succeeded"; fi
+  if "$BIN" setup --endpoint "$URL" --drive "$T/d3" --retry-backoff-ms 20 "$@" > "$T/e.out" 2> "$T/e.err"; then
+    fail "setup $* succeeded"
+  fi
   grep -q -- "$pat" "$T/e.err" || { cat "$T/e.err"; fail "expected '$pat'"; }
 }
 expect_error "revision 'no-such-branch' does not exist in $REPO" --repo "$REPO@no-such-branch" --out "$T/e1"
@@ -223,7 +206,9 @@ P2=(--prompt-ids 11,12,13,14,15,16,17,18,19,20,21,22 --max-new 8 --print-ids --t
 "$BIN" run --store "$T/tref" "${P2[@]}" --dump-logits "$T/tiny2.bin" > /dev/null
 start_server "$T/tiny" --port "$PORT" --rate 100000
 ( sleep 1.5; kill "$SERVER_PID" ) &
-if "$BIN" run --store "$T/s9" "${P2[@]}" > /dev/null 2> "$T/r10.err"; then fail "run succeeded with the server killed"; fi
+if DELTAFIN_FETCH_RETRY_BACKOFF_MS=50 "$BIN" run --store "$T/s9" "${P2[@]}" > /dev/null 2> "$T/r10.err"; then
+  fail "run succeeded with the server killed"
+fi
 wait
 grep -q "error: layer [0-9]* expert [0-9]*: not local, and fetching it from $URL/$REPO@[0-9a-f]* failed: .*$URL/$REPO/resolve/" \
   "$T/r10.err" || { cat "$T/r10.err"; fail "no clear error naming the expert and the URL"; }

@@ -15,6 +15,17 @@ Faults, each for the test that asks for it:
   --flip PATH:OFFSET    the first response for PATH that covers OFFSET carries that byte flipped
   --status PATH:CODE    every request for PATH answers CODE
   --token T             every API and resolve request needs "Authorization: Bearer T" (401 otherwise)
+A fault plan per path, for the network-fault tests (tests/e2e/setup_network_faults.sh); COUNT is
+how many times the fault fires (default 1; "always": every time):
+  --reset PATH:OFFSET[:COUNT]          a response covering file byte OFFSET stops there with a TCP
+                                       reset (RST, not FIN); a request starting at OFFSET is reset
+                                       at once. OFFSET +N: N bytes into any response longer than N
+  --stall PATH:OFFSET:SECONDS[:COUNT]  a response covering OFFSET (or +N, as above) sends nothing
+                                       for SECONDS there, then goes on (if the client is still there)
+  --status-first PATH:CODE[:COUNT]     the first COUNT requests for PATH answer CODE; PATH is a
+                                       file, or @revision / @tree for the API's requests
+  PATH * is any file (a plan for the file itself comes first).
+  --request-log FILE                   one line per file request: "PATH START END" (bytes asked)
   --rate BYTES_PER_S    each response is sent at most this fast (so a test can kill a download)
 The chosen port (--port, or any free one) is written to --port-file once the server listens.
 
@@ -28,7 +39,9 @@ import http.server
 import json
 import os
 import re
+import socket
 import socketserver
+import struct
 import sys
 import threading
 import time
@@ -37,6 +50,7 @@ import urllib.parse
 args = None
 lock = threading.Lock()
 drops, flips, statuses = {}, {}, {}
+resets, stalls, status_first = {}, {}, {}  # path -> [offset, count], [offset, seconds, count], [code, count]
 listing = []
 
 
@@ -95,6 +109,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.error(401, "RepoNotFound", "Invalid username or password.")
         return False
 
+    def injected_status(self, key):
+        """Answers an injected status for `key` if its plan says so (True then)."""
+        with lock:
+            plan = status_first.get(key)
+            if (not plan or plan[1] == 0) and not key.startswith("@"):
+                plan = status_first.get("*")
+            if not plan or plan[1] == 0:
+                return False
+            if plan[1] > 0:
+                plan[1] -= 1
+        self.error(plan[0], "Injected", "injected failure %d" % plan[0])
+        return True
+
     def do_GET(self):
         u = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(u.path)
@@ -110,6 +137,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.error(404, "RepoNotFound", "Repository not found")
             if m.group(2) not in (args.branch, args.commit):
                 return self.error(404, "RevisionNotFound", "Invalid rev id: " + m.group(2))
+            if self.injected_status("@revision"):
+                return
             return self.reply(200, json.dumps({"id": repo, "sha": args.commit}).encode(),
                               {"Content-Type": "application/json"})
         m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)", path)
@@ -118,6 +147,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.error(404, "RepoNotFound", "Repository not found")
             if m.group(2) not in (args.branch, args.commit):
                 return self.error(404, "RevisionNotFound", "Invalid rev id: " + m.group(2))
+            if self.injected_status("@tree"):
+                return
             start = int(query.get("cursor", ["0"])[0])
             page = listing[start:start + args.page_size]
             headers = {"Content-Type": "application/json"}
@@ -133,6 +164,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             rel = m.group(3)
             if rel in statuses:
                 return self.error(statuses[rel], "Injected", "injected failure %d" % statuses[rel])
+            if self.injected_status(rel):
+                return
             return self.reply(302, b"", {"Location": "/cdn/" + urllib.parse.quote(rel) + "?commit=" + args.commit})
         self.error(404, "EntryNotFound", "no such path")
 
@@ -152,11 +185,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if start > end:
                 return self.reply(416, b"", {"Content-Range": "bytes */%d" % size})
             code = 206
+        if args.request_log:
+            with lock, open(args.request_log, "a") as log:
+                log.write("%s %d %d\n" % (rel, start, end))
         with open(full, "rb") as f:
             f.seek(start)
             body = bytearray(f.read(end - start + 1))
         cut = None
+        reset_at = stall_at = None  # body offsets where this response is reset / stalls
+        stall_s = 0
+        def at(offset):  # where in this body a planned file offset (or +N) falls, or None
+            if isinstance(offset, str):
+                n = int(offset[1:])
+                return n if n < end - start + 1 else None
+            return offset - start if start <= offset <= end else None
+
         with lock:
+            for plan in (resets.get(rel), resets.get("*")):
+                if plan and plan[1] != 0 and at(plan[0]) is not None:
+                    reset_at = at(plan[0])
+                    plan[1] -= plan[1] > 0
+                    break
+            for plan in (stalls.get(rel), stalls.get("*")):  # only a stall before the reset is reached
+                if plan and plan[2] != 0 and at(plan[0]) is not None and (reset_at is None or at(plan[0]) < reset_at):
+                    stall_at, stall_s = at(plan[0]), plan[1]
+                    plan[2] -= plan[2] > 0
+                    break
             if rel in drops and drops[rel] < len(body):  # a response long enough to be cut
                 cut = drops.pop(rel)
             sent_end = end if cut is None else start + cut - 1
@@ -170,11 +224,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         data = bytes(body) if cut is None else bytes(body[:cut])
+        if reset_at is not None:
+            data = data[:reset_at]
         step = 1 << 16
-        for i in range(0, len(data), step):
-            self.wfile.write(data[i:i + step])
-            if args.rate:
-                time.sleep(step / args.rate)
+        try:
+            i = 0
+            while i < len(data):
+                n = step if stall_at is None or i >= stall_at else min(step, stall_at - i)
+                self.wfile.write(data[i:i + n])
+                i += n
+                if args.rate:
+                    time.sleep(n / args.rate)
+                if stall_at is not None and i == stall_at:
+                    self.wfile.flush()
+                    time.sleep(stall_s)
+                    stall_at = None
+            if stall_at is not None and stall_at >= len(data):  # a stall at the very end
+                self.wfile.flush()
+                time.sleep(stall_s)
+        except OSError:  # the client gave up (a stall it timed out)
+            self.close_connection = True
+            return
+        if reset_at is not None:
+            self.wfile.flush()
+            time.sleep(0.5)  # the bytes sent reach the client before the reset (an RST drops unread ones)
+            # SO_LINGER 0: close() sends RST, as a reset connection does (not a FIN).
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         if cut is not None:
             self.wfile.flush()
             self.close_connection = True
@@ -198,6 +276,25 @@ def write_static(out):
             os.symlink(os.path.realpath(os.path.join(args.root, e["path"])), link)
 
 
+def parse_count(text):
+    return -1 if text == "always" else int(text)
+
+
+def parse_plans(items, fields):
+    """PATH:V1[:V2...][:COUNT] -> {PATH: [V1, ..., COUNT]} (COUNT 1 unless given)."""
+    out = {}
+    for item in items or []:
+        parts = item.rsplit(":", fields)
+        if len(parts) == fields + 1:
+            path, vals, count = parts[0], parts[1:fields], parse_count(parts[fields])
+        else:
+            parts = item.rsplit(":", fields - 1)
+            path, vals, count = parts[0], parts[1:], 1
+        conv = lambda v: v if v.startswith("+") else float(v) if "." in v else int(v)
+        out[path] = [conv(v) for v in vals] + [count]
+    return out
+
+
 def parse_pairs(items, conv):
     out = {}
     for item in items or []:
@@ -207,7 +304,7 @@ def parse_pairs(items, conv):
 
 
 def main():
-    global args, listing, drops, flips, statuses
+    global args, listing, drops, flips, statuses, resets, stalls, status_first
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
     ap.add_argument("--repo", default="deltafin-test/small")
@@ -222,6 +319,10 @@ def main():
     ap.add_argument("--drop", action="append")
     ap.add_argument("--flip", action="append")
     ap.add_argument("--status", action="append")
+    ap.add_argument("--reset", action="append")
+    ap.add_argument("--stall", action="append")
+    ap.add_argument("--status-first", action="append")
+    ap.add_argument("--request-log", default="")
     ap.add_argument("--log", action="store_true")
     args = ap.parse_args()
     listing = build_listing(args.root)
@@ -234,6 +335,9 @@ def main():
     drops = parse_pairs(args.drop, int)
     flips = parse_pairs(args.flip, int)
     statuses = parse_pairs(args.status, int)
+    resets = parse_plans(args.reset, 2)
+    stalls = parse_plans(args.stall, 3)
+    status_first = parse_plans(args.status_first, 2)
 
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
