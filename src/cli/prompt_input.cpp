@@ -54,9 +54,11 @@ std::vector<int32_t> to_i32(const std::vector<uint32_t>& v) { return std::vector
 
 Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model) {
   PromptTokens out;
+  out.chat = in.chat;
   const auto& cfg = model.config();
   const std::string dir = model.checkpoint().dir();
-  const bool has_tokenizer = std::filesystem::exists(std::filesystem::path(dir) / "tiktoken.model");
+  const bool has_tokenizer = std::filesystem::exists(std::filesystem::path(dir) / "tiktoken.model") ||
+                             std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json");
   std::optional<tokenizer::Tokenizer> tok;
   if (has_tokenizer) {
     auto t = tokenizer::Tokenizer::load_from_checkpoint_dir(dir);
@@ -66,6 +68,7 @@ Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model) {
                    cfg.vocab);
     tok = std::move(t.value());
     out.detok = make_detok(*tok);
+    out.tokenizer = std::make_shared<const tokenizer::Tokenizer>(*tok);
   }
   if (!in.ids_csv.empty()) {
     DF_ASSIGN(out.ids, parse_id_list(in.ids_csv));
@@ -75,7 +78,8 @@ Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model) {
     return out;
   }
   if (in.text.empty()) return error("give --prompt TEXT or --prompt-ids 1,2,3");
-  if (!tok) return error("{}: no tiktoken.model, so --prompt cannot be encoded; use --prompt-ids", dir);
+  if (!tok)
+    return error("{}: no tiktoken.model or tokenizer.json, so --prompt cannot be encoded; use --prompt-ids", dir);
   if (in.chat) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     messages.push_back({{"role", "user"}, {"content", in.text}});

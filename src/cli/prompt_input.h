@@ -2,11 +2,13 @@
 // the checkpoint's tokenizer), chat rendering, or raw token ids.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace deltafin::cli {
 
@@ -22,6 +24,10 @@ struct PromptTokens {
   // Streaming detokeniser: text for one token (incomplete UTF-8 held back);
   // called with -1 at the end to flush. Empty when no tokenizer is available.
   std::function<std::string(int32_t)> detok;
+  // The checkpoint's tokenizer (null without one): `run --chat` parses the
+  // answer with it into reasoning and text (cli/chat_display.h).
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
+  bool chat = false;  // rendered as a chat turn (--chat)
 };
 
 void add_prompt_options(CLI::App* cmd, PromptInput& in);

@@ -2,22 +2,26 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/run_record.h"
 #include "hub/expert_fetcher.h"
+#include "cli/chat_display.h"
 #include "cli/command.h"
 #include "cli/prompt_input.h"
 #include "generate/drafter_open.h"
 #include "generate/greedy.h"
 #include "generate/speculative.h"
 #include "model/model.h"
+#include "server/output_filter.h"
 #include "store/fs_util.h"
 #include "store/store_run.h"
 
@@ -36,8 +40,9 @@ struct RunOptions {
   std::string stats_json;
   bool stats = false;
   bool print_ids = false;
+  bool raw = false;  // --chat: print the rendered stream (control tokens spelled) instead of reasoning and answer
   StoreRunOptions store;  // --store and its read options
-  std::string draft = "off";  // off | auto | ngram | DIR (docs/DRAFTING.md)
+  std::string draft = "off";  // off | auto | ngram | DIR (docs/guide/drafting.md)
   int draft_max = 7;
   std::string draft_gate = "on";  // off: never switch drafting off (measuring a drafter, not a default)
   SamplingParams sampling;        // greedy unless --temperature > 0 (generate/sampler.h)
@@ -241,6 +246,18 @@ int run(const RunOptions& o) {
   g.picker = &picker;
   GenerateStats stats;
   bool write_failed = false;
+  // --chat (unless --raw / --print-ids): the answer parsed into reasoning and
+  // text, as the server does; control tokens are never printed.
+  std::optional<server::OutputFilter> chat_filter;
+  std::optional<ChatPrinter> chat_printer;
+  Status chat_status;
+  std::vector<server::Delta> deltas;
+  if (prompt.chat && prompt.tokenizer && !o.raw && !o.print_ids) {
+    auto f = server::OutputFilter::create(*prompt.tokenizer, /*chat=*/true, /*thinking=*/true);
+    if (!f.ok()) return fail(f.message());
+    chat_filter.emplace(std::move(f).value());
+    chat_printer.emplace(stdout, /*terminal=*/false, /*show_thinking=*/true);
+  }
   auto last = Clock::now();
   auto on_token = [&](int32_t tok, std::span<const float> logits) {
     const auto now = Clock::now();
@@ -256,6 +273,12 @@ int run(const RunOptions& o) {
     if (dump && std::fwrite(logits.data(), sizeof(float), logits.size(), dump) != logits.size()) write_failed = true;
     if (o.print_ids || !prompt.detok) {
       std::printf("%d\n", tok);
+    } else if (chat_filter) {
+      deltas.clear();
+      const bool stop = std::find(prompt.stop_ids.begin(), prompt.stop_ids.end(), tok) != prompt.stop_ids.end();
+      if (!stop) chat_status = chat_filter->push(uint32_t(tok), deltas);
+      if (!chat_status.ok()) return false;
+      for (const auto& d : deltas) chat_printer->push(d);
     } else {
       std::string text = prompt.detok(tok);
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -272,7 +295,12 @@ int run(const RunOptions& o) {
             : generate(model, session, prompt.ids, g, on_token, &stats);
   }
   const bool interrupted = g_interrupted != 0;
-  if (prompt.detok && !o.print_ids) {
+  if (chat_filter && chat_status.ok()) {
+    deltas.clear();
+    chat_status = chat_filter->finish(deltas);
+    for (const auto& d : deltas) chat_printer->push(d);
+    chat_printer->finish();
+  } else if (prompt.detok && !o.print_ids) {
     std::string rest = prompt.detok(-1);  // flush held-back bytes
     std::fwrite(rest.data(), 1, rest.size(), stdout);
     std::printf("\n");
@@ -280,6 +308,7 @@ int run(const RunOptions& o) {
   if (dump && std::fclose(dump) != 0) write_failed = true;
   if (trace && std::fclose(trace) != 0) return fail(fmt::format("{}: write failed", o.route_trace));
   if (!s.ok()) return fail(s.message());
+  if (!chat_status.ok()) return fail(chat_status.message());
   if (write_failed) return fail(fmt::format("{}: write failed", o.dump_logits));
   model.set_route_observer({});
   model.set_guess_observer({});
@@ -328,6 +357,7 @@ int run(const RunOptions& o) {
 void setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Generate from a prompt (greedy, or seeded sampling)");
+  set_example(cmd, "deltafin run --model models/demo --prompt 'def fibonacci(n):' --max-new 40 --stats");
   auto* model_opt = cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)");
   model_opt->excludes(add_store_run_options(cmd, o->store));
   o->store.remote = hub::open_expert_fetcher;  // a streamed store fetches experts on first use
@@ -343,16 +373,19 @@ void setup(CLI::App& app) {
   cmd->add_option("--stats-json", o->stats_json,
                   "Write this run's measurements (ids, TTFT, step times, expert bytes by phase) as one JSON object");
   cmd->add_flag("--print-ids", o->print_ids, "Print token ids, one per line, instead of text");
+  cmd->add_flag("--raw", o->raw,
+                "With --chat: print the rendered token stream (control tokens spelled out) instead of the reasoning "
+                "and the answer as text");
   cmd->add_option("--draft", o->draft,
                   "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR "
-                  "(a draft checkpoint: K3 layout or DSpark layout); tokens never change (docs/DRAFTING.md)");
+                  "(a draft checkpoint: K3 layout or DSpark layout); tokens never change (docs/guide/drafting.md)");
   cmd->add_option("--draft-max", o->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
   cmd->add_option("--draft-gate", o->draft_gate,
                   "on: drafting switches itself off when it does not pay (default); off: always draft, no back-off "
                   "(to measure a drafter)")
       ->check(CLI::IsMember({"on", "off"}));
   SamplingParams& sp = o->sampling;
-  cmd->add_option("--temperature", sp.temperature, "0: greedy (default); above: seeded sampling (docs/SAMPLING.md)")
+  cmd->add_option("--temperature", sp.temperature, "0: greedy (default); above: seeded sampling (docs/guide/sampling.md)")
       ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--top-p", sp.top_p, "Nucleus: keep the smallest top set with this share of the mass")
       ->check(CLI::Range(0.0, 1.0));
