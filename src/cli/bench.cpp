@@ -284,6 +284,7 @@ int bench_main(const BenchOptions& o) {
 void setup(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   auto* cmd = app.add_subcommand("bench", "Benchmark arms of `run` flags against a token oracle, with disk and memory probes");
+  set_example(cmd, "deltafin bench --model models/demo --prompt-ids 1,2,3,4 --max-new 32 --reps 2 --arm off= --arm 'ngram=--draft ngram' --out /tmp/bench-demo");
   auto* m = cmd->add_option("--model", o->model_dir, "Checkpoint directory");
   cmd->add_option("--store", o->store, "Model store")->excludes(m);
   auto* p = cmd->add_option("--prompt", o->prompt, "Prompt text");

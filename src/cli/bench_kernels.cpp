@@ -88,6 +88,7 @@ int run(const BenchKernelsArgs& a) {
 void setup(CLI::App& root) {
   auto* cmd = root.add_subcommand("bench-kernels",
                                   "Measure memory read bandwidth and the matrix kernels' weight-bytes/s (T=1, T=16)");
+  set_example(cmd, "deltafin bench-kernels --threads 2 --mib 64");
   static BenchKernelsArgs args;
   cmd->add_option("--threads", args.threads, "threads (default: all hardware threads)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--mib", args.mib, "weight MiB per kernel and bandwidth buffer; keep it well above the LLC")

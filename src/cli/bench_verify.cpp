@@ -6,7 +6,7 @@
 // continuation: every draft accepted, every row committed). For each k it
 // prints the time and the routed expert bytes of one block divided by those
 // of one plain step. A benchmark tool: replaying a known continuation is
-// never a drafter anyone decodes with (docs/DRAFTING.md).
+// never a drafter anyone decodes with (docs/guide/drafting.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,6 +105,7 @@ int run(const Options& o) {
 void setup(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench-verify", "Verification cost: a block of k+1 rows vs one plain step, k = 1..N");
+  set_example(cmd, "deltafin bench-verify --model models/demo --prompt-ids 1,2,3,4,5,6,7,8 --max-k 4");
   auto* model_opt = cmd->add_option("--model", o->model_dir, "Checkpoint directory");
   model_opt->excludes(add_store_run_options(cmd, o->store));
   cmd->add_option("--prompt-ids", o->ids, "Prompt token ids, comma-separated")->required();

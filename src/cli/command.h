@@ -19,6 +19,9 @@ int exit_code();
 // Prints "error: <message>" to stderr and returns 1 (for `return fail(...)`).
 int fail(const std::string& message);
 
+// Ends the subcommand's --help with a worked example (one command per line).
+inline void set_example(CLI::App* cmd, const std::string& example) { cmd->footer("\nExample:\n  " + example); }
+
 }  // namespace deltafin::cli
 
 #define DF_REGISTER_COMMAND(fn) \

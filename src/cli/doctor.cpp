@@ -16,6 +16,7 @@ struct DoctorArgs {
 void setup(CLI::App& root) {
   auto a = std::make_shared<DoctorArgs>();
   auto* cmd = root.add_subcommand("doctor", "Audit the host and a model store (read-only)");
+  set_example(cmd, "deltafin doctor --store /mnt/nvme0/k3-store --full");
   cmd->add_option("--store", a->store, "Model store to audit");
   cmd->add_flag("--full", a->full, "Also verify every checksum (reads the whole store)");
   cmd->callback([a] {

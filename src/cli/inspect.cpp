@@ -115,6 +115,7 @@ int run_inspect(const InspectArgs& a) {
 void setup(CLI::App& root) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = root.add_subcommand("inspect", "Validate a checkpoint and print its memory plan");
+  set_example(cmd, "deltafin inspect --model models/demo");
   cmd->add_option("--model", args->model, "checkpoint directory")->required();
   cmd->add_flag("--json", args->json, "print the plan as JSON");
   cmd->add_flag("--verify-experts", args->verify_experts, "scan every expert's MXFP4 scale bytes (reads them all)");

@@ -89,6 +89,7 @@ int run_make_model(const MakeModelArgs& a) {
 void setup(CLI::App& root) {
   auto args = std::make_shared<MakeModelArgs>();
   auto* cmd = root.add_subcommand("make-model", "Write a test checkpoint in the published K3 layout");
+  set_example(cmd, "deltafin make-model --preset tiny --out /tmp/tiny");
   cmd->add_option("--preset", args->preset, "tiny | small | k3-shaped | k3-full-sparse | dspark (with --target)")->required();
   cmd->add_option("--target", args->target, "dspark: the checkpoint the drafter is sized for");
   cmd->add_option("--out", args->out, "output directory (created if needed)")->required();
@@ -96,11 +97,11 @@ void setup(CLI::App& root) {
   cmd->add_option("--experts-gb", args->experts_gb, "k3-shaped: total routed-expert size in GB (required; fractions allowed)");
   cmd->add_option("--route-skew", args->route_skew,
                   "Popularity skew of the routing: each MoE layer's correction bias gets S x (Exp(1) - ln 2) per "
-                  "expert, so a few experts are routed far more often (docs/RAM_TIER.md; 0: uniform)")
+                  "expert, so a few experts are routed far more often (docs/guide/drives-and-ram-tier.md; 0: uniform)")
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--route-persist", args->route_persist,
                   "Token-to-token persistence of the routing: text tokens' embeddings put weight W on a smooth ring "
-                  "that greedy decoding walks along (0.8: K3's 39%; docs/RAM_TIER.md; 0: off, below 1)")
+                  "that greedy decoding walks along (0.8: K3's 39%; docs/guide/drives-and-ram-tier.md; 0: off, below 1)")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--store", args->store,
                   "write the routed experts straight into this store (as `prepare` would); --out gets only the spine");

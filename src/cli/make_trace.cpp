@@ -11,7 +11,8 @@ namespace {
 
 void setup(CLI::App& root) {
   auto* cmd = root.add_subcommand("make-trace",
-                                  "Write a synthetic route trace with chosen persistence and skew (docs/RAM_TIER.md)");
+                                  "Write a synthetic route trace with chosen persistence and skew (docs/guide/drives-and-ram-tier.md)");
+  set_example(cmd, "deltafin make-trace --moe-layers 60 --experts 896 --top-k 16 --positions 256 --keep 0.38 --skew 0.4 --out /tmp/k3-trace.jsonl");
   static sim::RouteGenOptions o;
   static std::string out;
   cmd->add_option("--moe-layers", o.moe_layers, "MoE layers")->required()->check(CLI::Range(1, 4096));

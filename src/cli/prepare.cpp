@@ -10,6 +10,7 @@ namespace {
 void setup(CLI::App& root) {
   auto o = std::make_shared<PrepareOptions>();
   auto* cmd = root.add_subcommand("prepare", "Write a model store: spine pack, expert packs on drives, manifest");
+  set_example(cmd, "deltafin prepare --model /data/Kimi-K3 --out /mnt/nvme0/k3 --drive /mnt/nvme0 --drive /mnt/nvme1");
   cmd->add_option("--model", o->model_dir, "Published checkpoint directory")->required();
   cmd->add_option("--out", o->out_dir, "Store directory (created; an interrupted prepare resumes)")->required();
   cmd->add_option("--drive", o->drives, "Drive root for expert packs, DIR or DIR:MBPS (repeatable)")->required();

@@ -1,4 +1,4 @@
-// `deltafin serve`: the OpenAI-compatible server (docs/SERVER.md).
+// `deltafin serve`: the OpenAI-compatible server (docs/guide/serving.md).
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -106,7 +106,8 @@ int serve(ServeOptions& o) {
 
 void setup(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (docs/SERVER.md)");
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (docs/guide/serving.md)");
+  set_example(cmd, "deltafin serve --model models/demo --port 8000   # then open http://127.0.0.1:8000/");
   auto* model = cmd->add_option("--model", o->model_dir, "Checkpoint directory (published layout)");
   auto* store = add_store_run_options(cmd, o->store);
   o->store.remote = hub::open_expert_fetcher;  // a streamed store fetches experts on first use
@@ -148,7 +149,7 @@ void setup(CLI::App& app) {
   cmd->add_flag("--no-state-reuse", o->no_state_reuse, "Always prefill the whole conversation");
   cmd->add_option("--draft", o->draft,
                   "Drafting: off | auto (a drafter beside the model or in the store, else ngram) | ngram | DIR; "
-                  "responses never change (docs/DRAFTING.md)")
+                  "responses never change (docs/guide/drafting.md)")
       ->capture_default_str();
   cmd->add_option("--draft-max", o->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
   cmd->add_option("--threads", o->threads, "Compute threads")->check(CLI::Range(1, 1024));

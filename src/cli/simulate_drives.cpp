@@ -3,7 +3,7 @@
 //   [--link MBps] [--replicate-hot N|all] [--replicas-from TRACE] [--ladder N]
 //   [--prompt-tokens P] [--compute-us-per-layer US] [--json OUT] [--svg OUT]`:
 // replays a route trace through the read engine's scheduler on simulated
-// drives (docs/SIMULATOR.md).
+// drives (docs/design/simulator.md).
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -264,7 +264,8 @@ int run(const SimulateArgs& a) {
 
 void setup(CLI::App& root) {
   auto* cmd = root.add_subcommand(
-      "simulate-drives", "Replay a route trace through the read scheduler on simulated drives (docs/SIMULATOR.md)");
+      "simulate-drives", "Replay a route trace through the read scheduler on simulated drives (docs/design/simulator.md)");
+  set_example(cmd, "deltafin simulate-drives --trace /tmp/k3-trace.jsonl --experts 896 --moe-layers 60 --span-bytes 3133440 --drive 7000:80 --ladder 4");
   static SimulateArgs a;
   cmd->add_option("--trace", a.trace, "Route trace from `run --route-trace` (JSON lines)")->required();
   cmd->add_option("--store", a.store, "Use this store's manifest: its placement, span and shape");

@@ -2,7 +2,7 @@
 //   [--union K,...] [--ram-slots N,...] [--ram-share F,...] [--json OUT]`:
 // what a route trace says about the routing (persistence, prefetch recall,
 // popularity skew, union sizes) and the RAM tier's policy against Belady's
-// optimum on it (docs/RAM_TIER.md).
+// optimum on it (docs/guide/drives-and-ram-tier.md).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -102,7 +102,8 @@ int run(const TraceStatsArgs& a) {
 void setup(CLI::App& root) {
   auto* cmd = root.add_subcommand("trace-stats",
                                   "Routing statistics of a route trace, and the RAM tier's policy against Belady's "
-                                  "optimum on it (docs/RAM_TIER.md)");
+                                  "optimum on it (docs/guide/drives-and-ram-tier.md)");
+  set_example(cmd, "deltafin trace-stats --trace /tmp/route.jsonl --prompt-tokens 8 --ram-share 0.1,0.25,0.5");
   static TraceStatsArgs a;
   cmd->add_option("--trace", a.trace, "Route trace from `run --route-trace` (JSON lines)")->required();
   cmd->add_option("--experts", a.experts, "Experts per MoE layer (0: the largest id seen + 1)")->check(CLI::Range(0, 1 << 20));

@@ -238,11 +238,11 @@ std::optional<ApiError> check_tools(const ojson& v) {
   return std::nullopt;
 }
 
-}  // namespace
+using MaybeError = std::optional<ApiError>;
 
-Validated validate_request(RequestKind kind, std::string_view body, const ValidationLimits& limits) {
-  const bool chat = kind == RequestKind::Chat;
-  // Shape first, in one pass that builds nothing (linear time, little memory).
+// The body's shape, checked in one pass that builds nothing (linear time,
+// little memory), before any JSON tree is built.
+MaybeError check_body_shape(bool chat, std::string_view body, const ValidationLimits& limits) {
   const BodyShape shape = scan_body(body, kMaxJsonDepth, chat ? limits.max_messages : 0);
   if (shape.too_deep)
     return bad_request(fmt::format("the request body nests deeper than {} levels", kMaxJsonDepth), std::nullopt,
@@ -257,199 +257,249 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
                                    "of {}", at_least, shape.prompt_bytes, limits.max_context),
                        "prompt", "context_length_exceeded");
   }
-  ojson root = parse_body(body);
-  if (root.is_discarded())
-    return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
-  if (!root.is_object()) return bad_request("the request body must be a JSON object", std::nullopt, "invalid_json");
+  return std::nullopt;
+}
 
-  GenRequest r;
-  r.kind = kind;
-  r.max_tokens = chat ? limits.max_tokens : std::min(limits.completion_default_max_tokens, limits.max_tokens);
-  bool seen_max = false;
-  std::optional<int> top_logprobs;  // chat: only with logprobs true
-  bool parallel_off = false;        // parallel_tool_calls: false
-  std::optional<std::optional<std::string>> kwargs_effort;  // chat_template_kwargs.thinking_effort, when given
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& k = it.key();
-    const ojson& v = it.value();
-    std::optional<ApiError> e;
+// Reads a parsed body's fields, one at a time, into a GenRequest: the fields
+// both endpoints share, then those of completions or of chat; then the checks
+// that need several fields.
+class RequestReader {
+ public:
+  RequestReader(RequestKind kind, const ValidationLimits& limits) : chat_(kind == RequestKind::Chat), limits_(limits) {
+    r_.kind = kind;
+    r_.max_tokens = chat_ ? limits.max_tokens : std::min(limits.completion_default_max_tokens, limits.max_tokens);
+  }
+
+  MaybeError read_field(const std::string& k, ojson& v) {
+    if (auto e = read_shared_field(k, v); e || handled_) return e;
+    return chat_ ? read_chat_field(k, v) : read_completion_field(k, v);
+  }
+
+  MaybeError check_combinations(const ojson& root) {
+    if (kwargs_effort_) {
+      if (root.contains("reasoning_effort") && !root["reasoning_effort"].is_null())
+        return bad_request("give either 'reasoning_effort' or 'chat_template_kwargs.thinking_effort', not both",
+                           "chat_template_kwargs", "invalid_value");
+      r_.thinking_effort = *kwargs_effort_;
+    }
+    if (!r_.tool_choice.empty() && r_.tool_choice != "auto" && r_.tools.is_null())
+      return bad_request("'tool_choice' is only allowed when 'tools' are given", "tool_choice", "invalid_value");
+    if (parallel_off_ && !r_.tools.is_null())
+      return unsupported("parallel_tool_calls", "the K3 chat template cannot ask for at most one call; leave it true");
+    if (top_logprobs_) {
+      if (!r_.logprobs) return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+      r_.top_logprobs = *top_logprobs_;
+    }
+    // OpenAI refuses stream_options without stream; so do we, whatever its value.
+    if (root.contains("stream_options") && !root["stream_options"].is_null() && !r_.stream)
+      return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
+    if (chat_ && !root.contains("messages"))
+      return bad_request("'messages' is required", "messages", "missing_required_parameter");
+    if (!chat_ && !root.contains("prompt"))
+      return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
+    return std::nullopt;
+  }
+
+  GenRequest& request() { return r_; }
+
+ private:
+  // A field neither endpoint knows.
+  static ApiError unknown(const std::string& k) {
+    return bad_request(fmt::format("unrecognized request argument supplied: {}", k), k, "unknown_parameter");
+  }
+
+  // Fields of both endpoints; handled_ says whether `k` was one of them.
+  MaybeError read_shared_field(const std::string& k, const ojson& v) {
+    handled_ = true;
     if (k == "model") {
-      if (!v.is_null() && !v.is_string()) e = wrong_type(k, "a string", v);
-      else if (v.is_string() && v.get<std::string>() != limits.model_name) {
+      if (!v.is_null() && !v.is_string()) return wrong_type(k, "a string", v);
+      if (v.is_string() && v.get<std::string>() != limits_.model_name) {
         ApiError nf;
         nf.status = 404;
         nf.message = fmt::format("the model '{}' does not exist; this server serves '{}'", v.get<std::string>(),
-                                 limits.model_name);
+                                 limits_.model_name);
         nf.param = "model";
         nf.code = "model_not_found";
         return nf;
       }
-    } else if (k == "max_tokens" || (chat && k == "max_completion_tokens")) {
-      if (v.is_null()) continue;
-      if (seen_max)
+    } else if (k == "max_tokens" || (chat_ && k == "max_completion_tokens")) {
+      if (v.is_null()) return std::nullopt;
+      if (seen_max_)
         return bad_request("give either 'max_tokens' or 'max_completion_tokens', not both", k, "invalid_value");
-      seen_max = true;
-      e = read_max_tokens(v, k, limits.max_tokens, r.max_tokens);
+      seen_max_ = true;
+      return read_max_tokens(v, k, limits_.max_tokens, r_.max_tokens);
     } else if (k == "stream") {
-      if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean", v);
-      else r.stream = v.is_boolean() && v.get<bool>();
+      if (!v.is_null() && !v.is_boolean()) return wrong_type(k, "a boolean", v);
+      r_.stream = v.is_boolean() && v.get<bool>();
     } else if (k == "stream_options") {
-      if (v.is_null()) continue;
-      if (!v.is_object()) { e = wrong_type(k, "an object or null", v); }
-      else {
-        for (auto o = v.begin(); o != v.end() && !e; ++o) {
-          if (o.key() != "include_usage")
-            e = bad_request(fmt::format("'stream_options.{}' is not supported", o.key()), "stream_options." + o.key(),
-                            "unknown_parameter");
-          else if (!o.value().is_boolean()) e = wrong_type("stream_options.include_usage", "a boolean", o.value());
-          else r.include_usage = o.value().get<bool>();
-        }
-      }
+      return read_stream_options(v);
     } else if (k == "n") {
-      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
-      else if (v.is_number_integer() && (v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxChoices))
-        e = bad_request(fmt::format("'n' must be between 1 and {}", kMaxChoices), k, "invalid_value");
-      else if (v.is_number_integer()) r.n = int(v.get<int64_t>());
-    } else if (!chat && k == "best_of") {
-      if (!v.is_null() && !(v.is_number_integer() && v.get<int64_t>() == 1))
-        e = unsupported(k, "only 1 is supported");
+      if (!v.is_null() && !v.is_number_integer()) return wrong_type(k, "an integer or null", v);
+      if (v.is_number_integer() && (v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxChoices))
+        return bad_request(fmt::format("'n' must be between 1 and {}", kMaxChoices), k, "invalid_value");
+      if (v.is_number_integer()) r_.n = int(v.get<int64_t>());
     } else if (k == "temperature") {
-      e = read_number(v, k, 0, 2, r.sampling.temperature);
+      return read_number(v, k, 0, 2, r_.sampling.temperature);
     } else if (k == "top_p") {
-      e = read_number(v, k, 0, 1, r.sampling.top_p);
+      return read_number(v, k, 0, 1, r_.sampling.top_p);
     } else if (k == "min_p") {
-      e = read_number(v, k, 0, 1, r.sampling.min_p);
+      return read_number(v, k, 0, 1, r_.sampling.min_p);
     } else if (k == "top_k") {
-      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
-      else if (v.is_number_integer() && (v.get<int64_t>() < -1 || v.get<int64_t>() > INT32_MAX))
-        e = bad_request("'top_k' must be -1 or 0 (all tokens) or a positive count", k, "invalid_value");
-      else if (v.is_number_integer()) r.sampling.top_k = int(std::max<int64_t>(v.get<int64_t>(), 0));
+      if (!v.is_null() && !v.is_number_integer()) return wrong_type(k, "an integer or null", v);
+      if (v.is_number_integer() && (v.get<int64_t>() < -1 || v.get<int64_t>() > INT32_MAX))
+        return bad_request("'top_k' must be -1 or 0 (all tokens) or a positive count", k, "invalid_value");
+      if (v.is_number_integer()) r_.sampling.top_k = int(std::max<int64_t>(v.get<int64_t>(), 0));
     } else if (k == "frequency_penalty") {
-      e = read_number(v, k, -2, 2, r.sampling.frequency_penalty);
+      return read_number(v, k, -2, 2, r_.sampling.frequency_penalty);
     } else if (k == "presence_penalty") {
-      e = read_number(v, k, -2, 2, r.sampling.presence_penalty);
+      return read_number(v, k, -2, 2, r_.sampling.presence_penalty);
     } else if (k == "user") {
-      if (!v.is_null() && !v.is_string()) e = wrong_type(k, "a string", v);
+      if (!v.is_null() && !v.is_string()) return wrong_type(k, "a string", v);
     } else if (k == "metadata") {
-      if (!v.is_null() && !v.is_object()) e = wrong_type(k, "an object", v);
-      else if (v.is_object())
-        for (auto o = v.begin(); o != v.end() && !e; ++o)
-          if (!o.value().is_string()) e = wrong_type("metadata." + o.key(), "a string", o.value());
+      if (!v.is_null() && !v.is_object()) return wrong_type(k, "an object", v);
+      if (v.is_object())
+        for (auto o = v.begin(); o != v.end(); ++o)
+          if (!o.value().is_string()) return wrong_type("metadata." + o.key(), "a string", o.value());
     } else if (k == "logit_bias") {
-      if (!v.is_null() && !(v.is_object() && v.empty())) e = unsupported(k, "only null or {} is supported");
+      if (!v.is_null() && !(v.is_object() && v.empty())) return unsupported(k, "only null or {} is supported");
     } else if (k == "seed") {
-      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
-      else if (v.is_number_integer()) {
-        r.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>() : uint64_t(v.get<int64_t>());
-        r.seeded = true;
+      if (!v.is_null() && !v.is_number_integer()) return wrong_type(k, "an integer or null", v);
+      if (v.is_number_integer()) {
+        r_.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>() : uint64_t(v.get<int64_t>());
+        r_.seeded = true;
       }
     } else if (k == "stop") {
-      e = read_stop(v, r.stop);
-    } else if (!chat && k == "prompt") {
-      if (!v.is_string()) e = wrong_type(k, "a string", v);
-      else if (v.get_ref<const std::string&>().empty())
-        e = bad_request("'prompt' must not be empty", k, "invalid_value");
-      else r.prompt = std::move(it.value().get_ref<std::string&>());  // no copy of a large prompt
-    } else if (!chat && k == "echo") {
-      if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");
-    } else if (!chat && k == "logprobs") {  // the legacy form: the number of alternatives, 0..5
-      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
-      else if (v.is_number_integer() && (v.get<int64_t>() < 0 || v.get<int64_t>() > 5))
-        e = bad_request("'logprobs' must be between 0 and 5", k, "invalid_value");
-      else if (v.is_number_integer()) r.logprobs = true, r.top_logprobs = int(v.get<int64_t>());
-    } else if (!chat && k == "suffix") {
-      if (!v.is_null() && v != "") e = unsupported(k, "suffixes are not supported");
-    } else if (chat && k == "messages") {
-      e = check_messages(v);
-      if (!e) r.messages = std::move(it.value());
-    } else if (chat && k == "logprobs") {
-      if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean or null", v);
-      else if (v.is_boolean()) r.logprobs = v.get<bool>();
-    } else if (chat && k == "top_logprobs") {
-      if (!v.is_null() && !v.is_number_integer()) e = wrong_type(k, "an integer or null", v);
-      else if (v.is_number_integer() && (v.get<int64_t>() < 0 || v.get<int64_t>() > 20))
-        e = bad_request("'top_logprobs' must be between 0 and 20", k, "invalid_value");
-      else if (v.is_number_integer()) top_logprobs = int(v.get<int64_t>());
-    } else if (chat && k == "response_format") {
-      if (!v.is_null() && v != ojson{{"type", "text"}})
-        e = unsupported(k, "only {\"type\": \"text\"} is supported");
-    } else if (chat && k == "tools") {
-      e = check_tools(v);
-      if (!e && v.is_array() && !v.empty()) r.tools = v;
-    } else if (chat && k == "tool_choice") {
-      if (!v.is_null() && v != "auto" && v != "none" && v != "required") {
-        if (v.is_object())
-          e = unsupported(k, "the K3 chat template cannot name one tool; use \"required\", \"auto\" or \"none\"");
-        else
-          e = bad_request("'tool_choice' must be \"auto\", \"none\" or \"required\"", k, "invalid_value");
-      } else if (v.is_string()) {
-        r.tool_choice = v.get<std::string>();
-      }
-    } else if (chat && k == "parallel_tool_calls") {
-      if (!v.is_null() && !v.is_boolean()) e = wrong_type(k, "a boolean", v);
-      else if (v == false) parallel_off = true;
-    } else if (chat && k == "modalities") {
-      if (!v.is_null() && v != ojson::array({"text"})) e = unsupported(k, "only [\"text\"] is supported");
-    } else if (chat && (k == "audio" || k == "prediction")) {
-      if (!v.is_null()) e = unsupported(k, "only null is supported");
-    } else if (chat && k == "service_tier") {
-      if (!v.is_null() && v != "auto" && v != "default") e = unsupported(k, "only null, \"auto\" or \"default\"");
-    } else if (chat && k == "store") {
-      if (!v.is_null() && v != false) e = unsupported(k, "only false is supported");
-    } else if (chat && k == "reasoning_effort") {
-      if (v.is_null()) continue;
-      if (!v.is_string()) { e = wrong_type(k, "a string", v); }
-      else {
-        const std::string eff = trim_lower(v.get<std::string>());
-        if (eff != "low" && eff != "high" && eff != "max")
-          e = bad_request("'reasoning_effort' must be \"low\", \"high\" or \"max\"", k, "invalid_value");
-        else r.thinking_effort = eff;
-      }
-    } else if (chat && k == "chat_template_kwargs") {
-      tokenizer::ChatOptions o;
-      if (Status s = tokenizer::apply_chat_template_kwargs(v, o); !s.ok()) {
-        e = bad_request(s.message(), k, v.is_object() ? "invalid_value" : "invalid_type");
-      } else {
-        r.thinking = o.thinking;
-        if (v.is_object() && v.contains("thinking_effort")) kwargs_effort = o.thinking_effort;
-      }
+      return read_stop(v, r_.stop);
     } else {
-      e = bad_request(fmt::format("unrecognized request argument supplied: {}", k), k, "unknown_parameter");
+      handled_ = false;
     }
-    if (e) return *e;
+    return std::nullopt;
   }
-  if (kwargs_effort) {
-    if (root.contains("reasoning_effort") && !root["reasoning_effort"].is_null())
-      return bad_request("give either 'reasoning_effort' or 'chat_template_kwargs.thinking_effort', not both",
-                         "chat_template_kwargs", "invalid_value");
-    r.thinking_effort = *kwargs_effort;
-  }
-  if (!r.tool_choice.empty() && r.tool_choice != "auto" && r.tools.is_null())
-    return bad_request("'tool_choice' is only allowed when 'tools' are given", "tool_choice", "invalid_value");
-  if (parallel_off && !r.tools.is_null())
-    return unsupported("parallel_tool_calls", "the K3 chat template cannot ask for at most one call; leave it true");
-  if (top_logprobs) {
-    if (!r.logprobs)
-      return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
-    r.top_logprobs = *top_logprobs;
-  }
-  // OpenAI refuses stream_options without stream; so do we, whatever its value.
-  if (root.contains("stream_options") && !root["stream_options"].is_null() && !r.stream)
-    return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
-  if (chat && !root.contains("messages"))
-    return bad_request("'messages' is required", "messages", "missing_required_parameter");
-  if (!chat && !root.contains("prompt"))
-    return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
 
-  // Sampling without a seed: a fresh one, and no memo (the answer is meant to vary).
+  MaybeError read_stream_options(const ojson& v) {
+    if (v.is_null()) return std::nullopt;
+    if (!v.is_object()) return wrong_type("stream_options", "an object or null", v);
+    for (auto o = v.begin(); o != v.end(); ++o) {
+      if (o.key() != "include_usage")
+        return bad_request(fmt::format("'stream_options.{}' is not supported", o.key()), "stream_options." + o.key(),
+                           "unknown_parameter");
+      if (!o.value().is_boolean()) return wrong_type("stream_options.include_usage", "a boolean", o.value());
+      r_.include_usage = o.value().get<bool>();
+    }
+    return std::nullopt;
+  }
+
+  // /v1/completions' own fields.
+  MaybeError read_completion_field(const std::string& k, ojson& v) {
+    if (k == "best_of") {
+      if (!v.is_null() && !(v.is_number_integer() && v.get<int64_t>() == 1)) return unsupported(k, "only 1 is supported");
+    } else if (k == "prompt") {
+      if (!v.is_string()) return wrong_type(k, "a string", v);
+      if (v.get_ref<const std::string&>().empty()) return bad_request("'prompt' must not be empty", k, "invalid_value");
+      r_.prompt = std::move(v.get_ref<std::string&>());  // no copy of a large prompt
+    } else if (k == "echo") {
+      if (!v.is_null() && v != false) return unsupported(k, "only false is supported");
+    } else if (k == "logprobs") {  // the legacy form: the number of alternatives, 0..5
+      if (!v.is_null() && !v.is_number_integer()) return wrong_type(k, "an integer or null", v);
+      if (v.is_number_integer() && (v.get<int64_t>() < 0 || v.get<int64_t>() > 5))
+        return bad_request("'logprobs' must be between 0 and 5", k, "invalid_value");
+      if (v.is_number_integer()) r_.logprobs = true, r_.top_logprobs = int(v.get<int64_t>());
+    } else if (k == "suffix") {
+      if (!v.is_null() && v != "") return unsupported(k, "suffixes are not supported");
+    } else {
+      return unknown(k);
+    }
+    return std::nullopt;
+  }
+
+  // /v1/chat/completions' own fields.
+  MaybeError read_chat_field(const std::string& k, ojson& v) {
+    if (k == "messages") {
+      if (auto e = check_messages(v)) return e;
+      r_.messages = std::move(v);
+    } else if (k == "logprobs") {
+      if (!v.is_null() && !v.is_boolean()) return wrong_type(k, "a boolean or null", v);
+      if (v.is_boolean()) r_.logprobs = v.get<bool>();
+    } else if (k == "top_logprobs") {
+      if (!v.is_null() && !v.is_number_integer()) return wrong_type(k, "an integer or null", v);
+      if (v.is_number_integer() && (v.get<int64_t>() < 0 || v.get<int64_t>() > 20))
+        return bad_request("'top_logprobs' must be between 0 and 20", k, "invalid_value");
+      if (v.is_number_integer()) top_logprobs_ = int(v.get<int64_t>());
+    } else if (k == "response_format") {
+      if (!v.is_null() && v != ojson{{"type", "text"}}) return unsupported(k, "only {\"type\": \"text\"} is supported");
+    } else if (k == "tools") {
+      if (auto e = check_tools(v)) return e;
+      if (v.is_array() && !v.empty()) r_.tools = v;
+    } else if (k == "tool_choice") {
+      return read_tool_choice(v);
+    } else if (k == "parallel_tool_calls") {
+      if (!v.is_null() && !v.is_boolean()) return wrong_type(k, "a boolean", v);
+      if (v == false) parallel_off_ = true;
+    } else if (k == "modalities") {
+      if (!v.is_null() && v != ojson::array({"text"})) return unsupported(k, "only [\"text\"] is supported");
+    } else if (k == "audio" || k == "prediction") {
+      if (!v.is_null()) return unsupported(k, "only null is supported");
+    } else if (k == "service_tier") {
+      if (!v.is_null() && v != "auto" && v != "default") return unsupported(k, "only null, \"auto\" or \"default\"");
+    } else if (k == "store") {
+      if (!v.is_null() && v != false) return unsupported(k, "only false is supported");
+    } else if (k == "reasoning_effort") {
+      return read_reasoning_effort(v);
+    } else if (k == "chat_template_kwargs") {
+      tokenizer::ChatOptions o;
+      if (Status s = tokenizer::apply_chat_template_kwargs(v, o); !s.ok())
+        return bad_request(s.message(), k, v.is_object() ? "invalid_value" : "invalid_type");
+      r_.thinking = o.thinking;
+      if (v.is_object() && v.contains("thinking_effort")) kwargs_effort_ = o.thinking_effort;
+    } else {
+      return unknown(k);
+    }
+    return std::nullopt;
+  }
+
+  MaybeError read_tool_choice(const ojson& v) {
+    const std::string k = "tool_choice";
+    if (!v.is_null() && v != "auto" && v != "none" && v != "required") {
+      if (v.is_object())
+        return unsupported(k, "the K3 chat template cannot name one tool; use \"required\", \"auto\" or \"none\"");
+      return bad_request("'tool_choice' must be \"auto\", \"none\" or \"required\"", k, "invalid_value");
+    }
+    if (v.is_string()) r_.tool_choice = v.get<std::string>();
+    return std::nullopt;
+  }
+
+  MaybeError read_reasoning_effort(const ojson& v) {
+    const std::string k = "reasoning_effort";
+    if (v.is_null()) return std::nullopt;
+    if (!v.is_string()) return wrong_type(k, "a string", v);
+    const std::string eff = trim_lower(v.get<std::string>());
+    if (eff != "low" && eff != "high" && eff != "max")
+      return bad_request("'reasoning_effort' must be \"low\", \"high\" or \"max\"", k, "invalid_value");
+    r_.thinking_effort = eff;
+    return std::nullopt;
+  }
+
+  const bool chat_;
+  const ValidationLimits& limits_;
+  GenRequest r_;
+  bool handled_ = false;            // the last field was one of read_shared_field's
+  bool seen_max_ = false;           // max_tokens or max_completion_tokens given
+  std::optional<int> top_logprobs_;  // chat: only with logprobs true
+  bool parallel_off_ = false;       // parallel_tool_calls: false
+  std::optional<std::optional<std::string>> kwargs_effort_;  // chat_template_kwargs.thinking_effort, when given
+};
+
+// Sampling without a seed gets a fresh one and no memo (the answer is meant
+// to vary); nor do answers with log probabilities (the memo keeps text) or
+// several choices. The rest get the memo's key.
+void finish_request(GenRequest& r) {
   if (!r.sampling.greedy() && !r.seeded) {
     std::random_device rd;
     r.sampling.seed = (uint64_t(rd()) << 32) | rd();
-    return r;
+    return;
   }
-  if (r.logprobs) return r;  // not memoised: the memo keeps text, not log probabilities
-  if (r.n > 1) return r;      // nor several choices
-
+  if (r.logprobs || r.n > 1) return;
+  const bool chat = r.kind == RequestKind::Chat;
   ojson key;
   key["kind"] = chat ? "chat" : "completion";
   key["max_tokens"] = r.max_tokens;
@@ -465,7 +515,22 @@ Validated validate_request(RequestKind kind, std::string_view body, const Valida
   }
   // The prompt (or messages) is hashed, not copied, into the key.
   r.memo_key = memo_digest(dump_json(key), chat ? dump_json(r.messages) : r.prompt);
-  return r;
+}
+
+}  // namespace
+
+Validated validate_request(RequestKind kind, std::string_view body, const ValidationLimits& limits) {
+  if (auto e = check_body_shape(kind == RequestKind::Chat, body, limits)) return *e;
+  ojson root = parse_body(body);
+  if (root.is_discarded()) return bad_request("the request body is not valid JSON", std::nullopt, "invalid_json");
+  if (!root.is_object()) return bad_request("the request body must be a JSON object", std::nullopt, "invalid_json");
+  RequestReader reader(kind, limits);
+  for (auto it = root.begin(); it != root.end(); ++it)
+    if (auto e = reader.read_field(it.key(), it.value())) return *e;
+  if (auto e = reader.check_combinations(root)) return *e;
+  GenRequest& r = reader.request();
+  finish_request(r);
+  return std::move(r);
 }
 
 }  // namespace deltafin::server

@@ -126,6 +126,15 @@ class RawClient {
     return r;
   }
 
+  // True while the server has sent nothing on this connection and not closed
+  // it: what "others were served while this one was still held" checks,
+  // without a wall-clock bound.
+  bool unanswered() const {
+    if (fd_ < 0 || !buf_.empty()) return false;
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+
   // True if the server closes the connection (EOF) within the time, with no more bytes.
   bool closed_by_server(int timeout_ms = 3000) {
     deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

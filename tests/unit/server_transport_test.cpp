@@ -79,10 +79,13 @@ std::map<int, long> thread_ticks() {
   return out;
 }
 
+// Short enough to wait out, long enough that the other requests of a test are
+// served before they expire even under the sanitizers: those tests check that
+// the slow connection is still unanswered, not a time.
 ServerOptions fast_timeouts() {
   ServerOptions so;
-  so.head_timeout_ms = 600;
-  so.body_idle_timeout_ms = 600;
+  so.head_timeout_ms = 2000;
+  so.body_idle_timeout_ms = 2000;
   return so;
 }
 
@@ -216,19 +219,19 @@ TEST(ServerTransport, StreamedTokensWithinTheIntervalShareAChunk) {
   // At interval 0 a token joins the one before only while that one's send is still queued.
   EXPECT_GT(each.chunks, held.chunks);
   EXPECT_LE(held.chunks, 3) << "events " << held_events;
-  EXPECT_LT(held_ms, 1500) << "the end of the stream was held for the interval";
+  // Held for the interval, the held stream would end about 2 s after the other.
+  EXPECT_LT(held_ms - each_ms, 1500) << "the end of the stream was held for the interval";
 }
 
 TEST(ServerTransport, SlowHeadTimesOutAndDoesNotBlockOthers) {
   LiveServer s(fast_timeouts());
   RawClient slow(s.port());
   slow.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n");  // and nothing more
-  double ms = 0;
-  EXPECT_EQ(fetch(s.port(), kHealth, &ms).status, 200);
-  EXPECT_LT(ms, 1000);
-  EXPECT_EQ(fetch(s.port(), completion("others", 2), &ms).status, 200);
-  EXPECT_LT(ms, 1000);
-  RawResponse r = slow.read(3000);
+  EXPECT_EQ(fetch(s.port(), kHealth).status, 200);
+  EXPECT_TRUE(slow.unanswered()) << "health was answered only after the slow head timed out";
+  EXPECT_EQ(fetch(s.port(), completion("others", 2)).status, 200);
+  EXPECT_TRUE(slow.unanswered()) << "the completion was answered only after the slow head timed out";
+  RawResponse r = slow.read(10000);
   EXPECT_EQ(r.status, 408);
   EXPECT_NE(r.body.find("timed out reading the request head"), std::string::npos);
 }
@@ -252,19 +255,18 @@ TEST(ServerTransport, SlowBodyHoldsNoSlot) {
   RawClient slow(s.port());
   slow.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\"");
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  double ms = 0;
-  EXPECT_EQ(fetch(s.port(), completion("not blocked", 3), &ms).status, 200);
-  EXPECT_LT(ms, 1000);
-  EXPECT_EQ(fetch(s.port(), kHealth, &ms).status, 200);
-  EXPECT_LT(ms, 1000);
+  EXPECT_EQ(fetch(s.port(), completion("not blocked", 3)).status, 200);
+  EXPECT_TRUE(slow.unanswered()) << "the completion waited for the slow body's timeout";
+  EXPECT_EQ(fetch(s.port(), kHealth).status, 200);
+  EXPECT_TRUE(slow.unanswered());
   EXPECT_TRUE(wait_metric(s, "deltafin_generation_running", 0, 1000));  // the slow request never took the slot
   EXPECT_EQ(s.metric("deltafin_generations_total"), 1);
-  RawResponse r = slow.read(3000);
+  RawResponse r = slow.read(10000);
   EXPECT_EQ(r.status, 408);
 }
 
 // Sockets that send half a head: 64 and then 200 of them, from the same
-// address as everyone else. Others and /health are served within a second.
+// address as everyone else. Others and /health are still served.
 TEST(ServerTransport, HalfHeadsDoNotLockOthersOut) {
   LiveServer s;  // default limits and timeouts
   std::vector<std::unique_ptr<RawClient>> half;
@@ -275,13 +277,11 @@ TEST(ServerTransport, HalfHeadsDoNotLockOthersOut) {
       half.back()->send("GET /health HTTP/1.1\r\nHo");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    double ms = 0;
-    EXPECT_EQ(fetch(s.port(), kHealth, &ms, 2000).status, 200) << n;
-    EXPECT_LT(ms, 1000) << n;
-    EXPECT_EQ(fetch(s.port(), "GET /v1/models HTTP/1.1\r\n\r\n", &ms, 2000).status, 200) << n;
-    EXPECT_LT(ms, 1000) << n;
-    EXPECT_EQ(fetch(s.port(), completion("served " + std::to_string(n), 2), &ms, 2000).status, 200) << n;
-    EXPECT_LT(ms, 1000) << n;
+    // Served, with the half heads sent and their 10 s timeout not yet run out
+    // (the server reclaims the oldest of them to make room, counted below).
+    EXPECT_EQ(fetch(s.port(), kHealth).status, 200) << n;
+    EXPECT_EQ(fetch(s.port(), "GET /v1/models HTTP/1.1\r\n\r\n").status, 200) << n;
+    EXPECT_EQ(fetch(s.port(), completion("served " + std::to_string(n), 2)).status, 200) << n;
   }
   EXPECT_GT(s.metric("deltafin_connections_reclaimed_total"), 100);
   EXPECT_LE(s.metric("deltafin_connections_open"), 64);
@@ -308,7 +308,6 @@ TEST(ServerTransport, DisconnectDuringPrefillFreesTheSlot) {
   const double freed_ms = ms_since(t0);
   std::printf("slot freed %.1f ms after the disconnect; the whole prefill would take about %.0f ms\n", freed_ms,
               full_ms);
-  EXPECT_LT(freed_ms, 1000);
   EXPECT_LT(freed_ms, full_ms / 4) << "full prefill ~" << full_ms << " ms";
   EXPECT_EQ(s.metric("deltafin_generations_cancelled_total"), 1);
   EXPECT_EQ(fetch(s.port(), completion("next", 1)).status, 200);
@@ -371,10 +370,8 @@ TEST(ServerTransport, FullQueueIs429WithRetryAfter) {
   ASSERT_TRUE(wait_metric(s, "deltafin_generation_running", 1));
   b.send(completion("b", 2));
   ASSERT_TRUE(wait_metric(s, "deltafin_queue_length", 1));
-  double ms = 0;
-  RawResponse c = fetch(s.port(), completion("c", 2), &ms);
-  EXPECT_EQ(c.status, 429);
-  EXPECT_LT(ms, 1000);
+  RawResponse c = fetch(s.port(), completion("c", 2));
+  EXPECT_EQ(c.status, 429);  // refused at once: a queued request would have got 200
   EXPECT_GE(std::atoi(c.field("retry-after").c_str()), 1);
   EXPECT_EQ(a.read().status, 200);
   RawResponse rb = b.read();
@@ -383,8 +380,8 @@ TEST(ServerTransport, FullQueueIs429WithRetryAfter) {
   EXPECT_GT(std::atof(rb.field("x-deltafin-queue-wait-ms").c_str()), 0);
 }
 
-// stop() during a long prefill: the generation stops, its client gets 503,
-// and serve() returns well within two seconds.
+// stop() during a long prefill: the generation stops between blocks, its
+// client gets 503 (a prefill run to its end would have answered 200).
 TEST(ServerTransport, StopDuringPrefillReturnsPromptly) {
   EngineOptions eo;
   eo.prefill_chunk = 16;
@@ -393,10 +390,8 @@ TEST(ServerTransport, StopDuringPrefillReturnsPromptly) {
   c.send(completion(std::string(4000, 'q'), 1));
   ASSERT_TRUE(wait_metric(*s, "deltafin_generation_running", 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const auto t0 = Clock::now();
   s.reset();  // stop() and join
-  EXPECT_LT(ms_since(t0), 2000);
-  RawResponse r = c.read(2000);
+  RawResponse r = c.read(10000);
   EXPECT_EQ(r.status, 503);
   EXPECT_NE(r.body.find("server_shutting_down"), std::string::npos);
 }
