@@ -14,7 +14,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // once, each asking L2 for the line 4 KiB ahead: on the machines measured
 // this reads about 10% faster than one stream with four vector chains (which
 // the GEMV kernels beat), and the probe is meant to be the machine's limit,
-// not a figure the kernels can pass (docs/KERNELS.md).
+// not a figure the kernels can pass (docs/results/2026-12-kernels.md).
 uint64_t ReadSlice(const uint64_t* p, size_t n) {
   const hn::ScalableTag<uint64_t> d;
   const size_t L = hn::Lanes(d);

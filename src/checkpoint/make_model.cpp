@@ -190,7 +190,7 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
     const double u = uniform_pm1(rng);
     return i < live ? centre + spread * u : 0.0;
   };
-  // The token ring (ModelPreset::route_persist, docs/RAM_TIER.md). Text
+  // The token ring (ModelPreset::route_persist, docs/guide/drives-and-ram-tier.md). Text
   // token i (of R = text_ranks) gets two unit-variance vectors from their own
   // generator, the same in both tensors: a point on a smooth closed curve,
   // ring_i[d] = sum over k = 1..8 of a_dk cos(2 pi k i / R) + b_dk sin(...),

@@ -66,7 +66,7 @@ ModelPreset k3_shaped(double experts_gb) {
   return p;
 }
 
-// K3's released text configuration (spec §1.2), 96 shards (spec §3.1).
+// K3's released text configuration (docs/design/checkpoint.md), 96 shards.
 ModelPreset k3_full_sparse() {
   ModelPreset p;
   p.name = "k3-full-sparse";
@@ -83,7 +83,7 @@ ModelPreset k3_full_sparse() {
 }
 
 // K3's spellings for the special ids, by offset from the first special id
-// (spec §5.2); every other slot is <|reserved_token_{id}|>.
+// (docs/design/tokenizer.md); every other slot is <|reserved_token_{id}|>.
 const std::map<int, const char*>& special_spellings() {
   static const std::map<int, const char*> m = {
       {0, "[BOS]"},           {1, "[EOS]"},           {2, "<|end_of_msg|>"},     {3, "<|open|>"},

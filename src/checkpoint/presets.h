@@ -34,7 +34,7 @@ struct ModelPreset {
   // real K3. 0: the plain small random bias (and the same bytes as before).
   double route_skew = 0;
   // Token-to-token persistence of the routing (make-model --route-persist W,
-  // docs/RAM_TIER.md): text tokens' embeddings blend a point on a smooth
+  // docs/guide/drives-and-ram-tier.md): text tokens' embeddings blend a point on a smooth
   // ring (weight W) with a random identity, scaled to dominate the residual
   // stream, and lm_head maps each token's identity to the next token, so
   // greedy decoding walks along the ring and consecutive tokens route alike.
@@ -44,7 +44,7 @@ struct ModelPreset {
   int bos_id() const { return text_ranks; }
   int eos_id() const { return text_ranks + 2; }
   int pad_id() const { return text_ranks + 255; }
-  // K3's schedule rule (spec §1.3): MLA iff (l+1) % 4 == 0 or l is the last layer.
+  // K3's schedule rule (docs/design/checkpoint.md): MLA iff (l+1) % 4 == 0 or l is the last layer.
   bool is_mla(int layer) const { return (layer + 1) % 4 == 0 || layer == num_layers - 1; }
   bool is_moe(int layer) const { return layer >= first_k_dense; }
 };

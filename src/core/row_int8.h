@@ -1,4 +1,4 @@
-// Row-int8: the explicit, lossy spine format (spec K3-MODEL §4.3, codec
+// Row-int8: the explicit, lossy spine format (docs/design/store-and-read-engine.md, "Row-int8 spine", codec
 // row-i8/f16-scale). One int8 per weight, one IEEE-half scale per row:
 //   amax  = max |w| over the row (fp32 widening of BF16 is exact)
 //   scale = amax == 0 ? 1 : amax / 127                       (fp32)

@@ -15,7 +15,7 @@ namespace deltafin {
 
 struct GenerateOptions {
   int max_new = 32;
-  int prefill_chunk = 512;  // rows per prompt block; each block reads its experts once (docs/BENCH.md)
+  int prefill_chunk = 512;  // rows per prompt block; each block reads its experts once (docs/results/2026-11-30-k3s-cold-decode.md)
   std::vector<int32_t> stop_ids;  // generation stops after emitting one of these
   // Asked between prompt blocks and before each decode step; true ends
   // generation there (not an error: the stats cover what ran). `run` uses

@@ -1,6 +1,6 @@
 // Log probabilities of the target's own distribution (the fp32 logits, before
 // any temperature, penalty or cut): log-softmax in double, for the emitted
-// token and the k likeliest. Used by the server's `logprobs` (docs/SERVER.md).
+// token and the k likeliest. Used by the server's `logprobs` (docs/guide/serving.md).
 #pragma once
 #include <cstdint>
 #include <span>

@@ -3,7 +3,7 @@
 // tokens generated so far). Nothing in it depends on how many rows a forward
 // pass ran, so drafting can verify a draft against the very token a plain step
 // would have drawn at that position: output with drafting equals output
-// without it, also when sampling (docs/SAMPLING.md).
+// without it, also when sampling (docs/guide/sampling.md).
 //
 // One decision, in this order:
 //   1. penalties: logit[j] -= frequency_penalty * count[j] + presence_penalty * (count[j] > 0),

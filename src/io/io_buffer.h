@@ -4,7 +4,7 @@
 // segments (split into many device requests where the queue's segment limit
 // is low, as on virtio disks), into huge pages 2-3. On this project's VM that
 // alone took random 3 MB O_DIRECT reads from 1.1 to 2.8 GB/s
-// (docs/STORE.md). Small buffers are plain 4 KiB-aligned allocations.
+// (docs/design/store-and-read-engine.md). Small buffers are plain 4 KiB-aligned allocations.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,7 @@
 // kProbeFootprint bytes, as the engine's land in its arena and RAM tier: on a
 // virtual machine a probe that reused qd buffers (8 MiB here) stayed in the
 // host's cache and read 2.7-3.0 GB/s where 32 MiB or more read 2.0-2.1 GB/s
-// (docs/STORE.md, "The probe's destination").
+// (docs/design/store-and-read-engine.md, "The probe's destination").
 #pragma once
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 // tanh. Both are evaluated in double precision (Highway's vector Exp and
 // Tanh, errors of a few double ulps) and rounded once to fp32, so each is
 // the correctly rounded fp32 result except where the true value lies within
-// about 2^-50 of a rounding boundary (docs/KERNELS.md, "SiTU's exp and
+// about 2^-50 of a rounding boundary (docs/design/kernels.md, "SiTU's exp and
 // tanh", gives the measured counts). The result does not depend on the host's
 // libm, nor on the vector width: every element runs the same lane code, a
 // tail included, so batch invariance holds bit for bit.

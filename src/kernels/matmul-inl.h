@@ -191,7 +191,7 @@ HWY_INLINE void FinishMany(const VF* acc, float* out) {
 // pace it is used. MXFP4 (all tiles) and BF16 (T = 1 tiles) do this, one
 // stream per next row; from DRAM it beat per-row hints 1 KiB ahead by 34-39%
 // (then a median +9% more) for MXFP4 and 4% for BF16 at T = 1, but cost BF16 10% at T = 16
-// (docs/KERNELS.md). Prefetches never fault: running past the matrix is
+// (docs/results/2026-12-kernels.md). Prefetches never fault: running past the matrix is
 // harmless. Here the tile reads kGroupBytes per group from each of R
 // contiguous rows starting at next_tile; prefetch points 64 bytes apart
 // touch each line once.
@@ -208,11 +208,11 @@ HWY_INLINE void PrefetchTileStep(const uint8_t* next_tile, size_t g) {
 
 // How far ahead (bytes) the T = 1 tiles ask for weights, at least one tile:
 // rows of a few hundred bytes (small experts) are otherwise asked for too
-// late (docs/KERNELS.md).
+// late (docs/results/2026-12-kernels.md).
 constexpr size_t kPrefetchAheadBytes = 4096;
 
 // Floats between rows of the prepared X and of decoded panels (whole groups;
-// one more cache line per row measured no different, docs/KERNELS.md).
+// one more cache line per row measured no different, docs/results/2026-12-kernels.md).
 inline size_t RowStride(size_t groups) { return groups * kLanes; }
 
 // Asks L2 for bytes [p, p + n), a line at a time (never faults).
@@ -400,7 +400,7 @@ struct Mxfp4Rows {
       // 28..31 is xor-ed in: its bit 3 lands on the sign, and its low 3 bits
       // undo those the table was stored with (E8M0Table::flipped). Half the
       // permutes of a lookup in two tables and a blend, and no mask
-      // (docs/KERNELS.md, "MXFP4 on AVX2").
+      // (docs/design/kernels.md, "MXFP4 on AVX2").
       const VF tbl = hn::BitCast(df, hn::Load(du, e8m0->flipped[scales[g]]));
       for (size_t c = 0; c < 2; ++c) {
         const auto lo = hn::PromoteTo(du, hn::LoadU(d8, p + c * 8));  // the byte; bits 4..7 shift out below
@@ -433,7 +433,7 @@ struct Mxfp4Rows {
   }
   // Blocks and scales are two row-major arrays: 16 bytes and 1 byte per group.
   // The next tile's blocks as R streams, one per row (median +9% over a
-  // single linear stream of the same bytes, docs/KERNELS.md; our guess is
+  // single linear stream of the same bytes, docs/results/2026-12-kernels.md; our guess is
   // that the L2 hardware prefetcher follows several streams better); its
   // scales, R bytes per group, as one.
   template <size_t R>

@@ -1,4 +1,4 @@
-// Block Attention Residuals (docs/ENGINE.md): each row carries the finished
+// Block Attention Residuals (docs/design/engine.md): each row carries the finished
 // block summaries (anchors, oldest first) and the running partial sum of the
 // current block; layers read a softmax mix of them over depth.
 #pragma once

@@ -1,5 +1,5 @@
 // DSpark's runtime: a 7-row block drafter that reads the target's hidden
-// rows (docs/DRAFTING.md, "DSpark"). Shapes: H = hidden, R = kv latent,
+// rows (docs/guide/drafting.md, "Drafters"). Shapes: H = hidden, R = kv latent,
 // P = rope width, B = block_size (7), L = context length (target positions
 // committed so far).
 //

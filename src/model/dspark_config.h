@@ -1,6 +1,6 @@
 // DSpark, K3's published block drafter (Inferact/Kimi-K3-DSpark): its
 // config.json, parsed and checked against the target it drafts for
-// (docs/DRAFTING.md lists the keys and the values K3's release carries).
+// (docs/guide/drafting.md lists the keys and the values K3's release carries).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 // The SiTU MLP: the dense FFN of layer 0 and the fused shared experts of
-// every MoE layer (docs/ENGINE.md).
+// every MoE layer (docs/design/engine.md).
 #include "kernels/ops.h"
 #include "model/layers.h"
 #include "model/matrix_ops.h"

@@ -1,4 +1,4 @@
-// Kimi Delta Attention (docs/ENGINE.md; A_log per head). The projections run
+// Kimi Delta Attention (docs/design/engine.md; A_log per head). The projections run
 // batched over the T rows; the short conv runs per channel over the rows in
 // order; the delta-rule recurrence runs per head over the rows in order. So
 // a row's result is the same in any block, and one dispatch covers a block.

@@ -1,5 +1,5 @@
 // Gated NoPE MLA with the latent cache and absorbed attention
-// (docs/ENGINE.md): the cache keeps the normalised kv latent and the shared
+// (docs/design/engine.md): the cache keeps the normalised kv latent and the shared
 // rope key per position. The query's nope part is absorbed through kv_b's
 // key rows, scores are taken against latents, and the value rows of kv_b
 // are applied to the attention-weighted latent.

@@ -1,4 +1,4 @@
-// The latent MoE (docs/ENGINE.md): route every row, fetch the union of the
+// The latent MoE (docs/design/engine.md): route every row, fetch the union of the
 // block's experts once, run each expert on all rows routed to it, sum each
 // row's experts in route order, then the latent norm, the up-projection and
 // the fused shared experts.

@@ -1,6 +1,6 @@
 // Per-sequence state: KDA recurrent state and conv windows per KDA layer, and
 // the MLA *latent* cache per MLA layer (normalised kv latent + shared rope
-// key per position; docs/ENGINE.md). A Session is a plain value: copying it is
+// key per position; docs/design/engine.md). A Session is a plain value: copying it is
 // a snapshot; restoring is assignment.
 #pragma once
 #include <cstdint>

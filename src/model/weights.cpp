@@ -101,7 +101,7 @@ Status bind_kda(Binder& b, const ModelConfig& c, const std::string& p, LayerWeig
   DF_ASSIGN(L.dt_bias, b.vec(a + "dt_bias", DType::F32, {C}));
   DF_ASSIGN(L.o_norm, b.vec(a + "o_norm.weight", DType::F32, {D}));
   // A_log is one value per head, possibly zero-padded (K3 stores [128] for 96
-  // heads; docs/CHECKPOINT.md). Any non-zero padding is an error.
+  // heads; docs/design/checkpoint.md). Any non-zero padding is an error.
   const std::string an = a + "A_log";
   const TensorInfo* t = b.ck.find(an);
   if (!t) return error("{}: tensor '{}': missing", b.ck.dir(), an);

@@ -1,7 +1,7 @@
 // The Anthropic Messages API (POST /v1/messages) on the same engine: a request
 // is translated into the equivalent chat-completions body (then validated,
 // rendered and generated exactly as one), and the outcome is written back as
-// an Anthropic message or its SSE event stream (docs/SERVER.md).
+// an Anthropic message or its SSE event stream (docs/guide/serving.md).
 #pragma once
 #include <string>
 #include <string_view>

@@ -90,7 +90,7 @@ class Engine {
                                      const StartCallback& on_start, const DeltaSink& sink,
                                      const std::atomic<bool>* cancel = nullptr, int choice = 0);
   // Drafting for every request (null: off). Drafts never change a token
-  // (docs/DRAFTING.md); the policy switches itself off per request when it
+  // (docs/guide/drafting.md); the policy switches itself off per request when it
   // does not pay.
   void set_drafter(std::unique_ptr<Drafter> drafter) { drafter_ = std::move(drafter); }
   const Drafter* drafter() const { return drafter_.get(); }

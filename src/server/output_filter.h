@@ -1,5 +1,5 @@
 // Turns generated token ids into text deltas. Raw completions: every token's
-// bytes (specials spelled), as `deltafin run` prints them. Chat (spec §5.5):
+// bytes (specials spelled), as `deltafin run` prints them. Chat (docs/design/tokenizer.md):
 // the model writes reasoning, `<|close|>think<|sep|><|open|>response<|sep|>`,
 // the answer, then closing markers; reasoning goes to `reasoning_content`,
 // the answer to `content`, and control markers are never shown, not even in

@@ -1,5 +1,5 @@
 // Strict validation of /v1/chat/completions and /v1/completions bodies: every
-// accepted field and value is listed in docs/SERVER.md; anything else is a
+// accepted field and value is listed in docs/guide/serving.md; anything else is a
 // 400 naming the field, decided before the model is entered.
 #pragma once
 #include <optional>
@@ -45,7 +45,7 @@ struct GenRequest {
   std::optional<std::string> thinking_effort = std::string("max");
   int max_tokens = 0;
   int n = 1;  // choices, generated one after another (1..16; not memoised above 1)
-  std::vector<std::string> stop;  // stop strings (at most 4, none empty): docs/SERVER.md
+  std::vector<std::string> stop;  // stop strings (at most 4, none empty): docs/guide/serving.md
   // temperature, top_p, top_k, min_p, penalties, seed (generate/sampler.h).
   // A sampled request without a seed gets one drawn at random (`seeded`
   // false): its answer is not memoised.

@@ -1,7 +1,7 @@
 // `deltafin serve`: an OpenAI-compatible HTTP front end on one Engine.
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models
 // (and /v1/models/{id}), GET /metrics, GET /health; the /v1 prefix is
-// optional. See docs/SERVER.md.
+// optional. See docs/guide/serving.md.
 //
 // A generation request goes: head (routing, auth, 411/413, on a transport
 // thread) -> body read -> validation, memo lookup and tokenisation (on the

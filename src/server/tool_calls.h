@@ -1,6 +1,6 @@
 // Parses K3's tool-call output back into OpenAI-shaped tool calls. After its
 // response channel closes, the model writes calls the way the chat template
-// renders them (docs/TOKENIZER.md):
+// renders them (docs/design/tokenizer.md):
 //
 //   <|open|>tools<|sep|>
 //     <|open|>call tool="NAME" index="1"<|sep|>

@@ -1,7 +1,7 @@
 // A discrete-event model of the drives under the read engine's scheduler
 // (io/scheduler.h, the same code the engine runs), on a simulated clock.
 //
-// Drive model (docs/SIMULATOR.md): a drive serves at most `queue_depth`
+// Drive model (docs/design/simulator.md): a drive serves at most `queue_depth`
 // requests at once. A request, once admitted, first waits `latency_us` (not
 // using bandwidth), then transfers its bytes; the requests transferring on a
 // drive share its bandwidth equally (processor sharing). With a shared link,

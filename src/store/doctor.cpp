@@ -256,7 +256,7 @@ std::vector<DoctorRow> run_doctor(const std::string& store, bool full) {
   // The spine's precision: row-int8 is an explicit, lossy choice and says so.
   rows.push_back({"store: spine precision", m.spine_dtype == "int8" ? Verdict::Warn : Verdict::Pass,
                   m.spine_dtype == "int8"
-                      ? fmt::format("{}: matrices quantized per row (spec §4.3), logits are not those of the checkpoint",
+                      ? fmt::format("{}: matrices quantized per row, logits are not those of the checkpoint",
                                     spine_label(m.spine_dtype))
                       : spine_label(m.spine_dtype)});
 

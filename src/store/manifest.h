@@ -17,14 +17,14 @@
 namespace deltafin {
 
 // Version 2 added manifest_xxh3; version 1 manifests (no checksum of their
-// own) are still read, and run/doctor warn about them (docs/STORE.md).
+// own) are still read, and run/doctor warn about them (docs/design/store-and-read-engine.md).
 constexpr int kManifestVersion = 2;
 constexpr int kOldestManifestVersion = 1;
 constexpr uint64_t kSpanAlign = 4096;
 constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kSpineDirName = "spine";
 
-// What run and doctor say about a version 1 manifest (accepted: see docs/STORE.md).
+// What run and doctor say about a version 1 manifest (accepted: see docs/design/store-and-read-engine.md).
 constexpr const char* kUnsealedManifestWarning =
     "manifest version 1 has no checksum of its own (written before manifest_xxh3 existed): the spine and every expert "
     "read are still checked against it, but an edit to it is not detected as such; prepare the store again to add one";

@@ -30,7 +30,7 @@ Result<std::unique_ptr<RamTier>> RamTier::create(uint64_t budget_bytes, uint64_t
   (void)::madvise(p, t->mapped_, MADV_HUGEPAGE);  // advisory: fewer scatter-gather segments per O_DIRECT read
   // Fault every page in now, at load: a read into a page not yet mapped pays
   // for zeroing it, and those faults made the first fills (the prompt's)
-  // slower than reads into the warm arena (docs/RAM_TIER.md).
+  // slower than reads into the warm arena (docs/guide/drives-and-ram-tier.md).
   const auto t0 = std::chrono::steady_clock::now();
 #ifdef MADV_POPULATE_WRITE
   if (::madvise(p, t->mapped_, MADV_POPULATE_WRITE) != 0)

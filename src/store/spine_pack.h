@@ -5,7 +5,7 @@
 // read the spine unchanged. The checkpoint's other files (config.json,
 // generation_config.json, tokenizer files) are copied next to it.
 //
-// With the row-int8 spine (explicit, lossy; spec K3-MODEL §4.3) every selected
+// With the row-int8 spine (explicit, lossy; docs/design/store-and-read-engine.md, "Row-int8 spine") every selected
 // matrix (spine_int8_selected) is written as I8 [rows, cols] in its place,
 // followed by its F16 [rows] scale tensor `<name>.row_scale`
 // (core/row_int8.h); everything else is copied unchanged.
@@ -35,7 +35,7 @@ std::string spine_label(const std::string& manifest_dtype);
 
 // Converted by the row-int8 spine: a rank-2 BF16 tensor whose name contains
 // none of conv1d, norm, A_log, dt_bias, res_proj, e_score_correction_bias,
-// .experts., vision, mm_projector (spec §4.3), except the embedding, which
+// .experts., vision, mm_projector (docs/design/store-and-read-engine.md, "Row-int8 spine"), except the embedding, which
 // tokens read as BF16 rows, and tensors with an odd element count (which
 // would leave the following tensors at odd offsets).
 bool spine_int8_selected(const TensorInfo& t);

@@ -66,7 +66,7 @@ CLI::Option* add_store_run_options(CLI::App* cmd, StoreRunOptions& o) {
       ->check(CLI::Range(0.05, 600.0));
   cmd->add_option("--probe-footprint-mib", o.probe_footprint_mib,
                   "With --stats: MiB of memory the probe's reads go round (0: one buffer per read in flight, "
-                  "which a host's cache may hold; docs/STORE.md)")
+                  "which a host's cache may hold; docs/design/store-and-read-engine.md)")
       ->check(CLI::Range(uint64_t(0), uint64_t(1) << 16))->capture_default_str();
   return store;
 }

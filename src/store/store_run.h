@@ -19,7 +19,7 @@ namespace deltafin {
 // while at least this share of a rank's recent guesses were routed. A wrong
 // guess costs a whole read, a right one only starts a read early: where the
 // drive is the bound, guesses right one time in two slowed decode
-// (docs/STORE.md, "How many guesses").
+// (docs/design/store-and-read-engine.md, "How many guesses").
 inline constexpr int kAutoGuessCap = 2;
 inline constexpr double kAutoGuessPrecision = 0.75;
 
@@ -31,15 +31,15 @@ struct StoreRunOptions {
   // Reads in flight per drive: few enough that a layer's reads finish one
   // after another, so experts are computed while the rest arrive (with 16
   // concurrent reads all finish together and the compute comes after;
-  // docs/STORE.md has the measurement).
+  // docs/design/store-and-read-engine.md has the measurement).
   int queue_depth = 4;
   // Experts per row guessed for the next MoE layer and read ahead
   // (Model::set_prefetch): a number (0: off) or "auto", learned per layer
   // (Model::set_prefetch_auto: up to kAutoGuessCap x top_k per row, the ranks
   // whose guesses were routed at least kAutoGuessPrecision of the time). A
-  // fixed 4 was the fastest measured before the RAM tier (docs/STORE.md); with
+  // fixed 4 was the fastest measured before the RAM tier (docs/results/2026-11-30-k3s-cold-decode.md); with
   // the tier, 16 on the k3-shaped model, whose guesses are nearly all right
-  // (docs/RAM_TIER.md).
+  // (docs/results/2026-12-larger-than-ram.md).
   std::string prefetch = "auto";
   // Of the reads in flight per drive, at most this many are prefetches
   // (-1: half the queue depth, at least one).

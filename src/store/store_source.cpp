@@ -295,7 +295,7 @@ Status StoreExpertSource::begin(int layer, std::span<const int> experts, std::sp
       // admits it as it would any miss, and wait() copies its verified bytes
       // into the slot (the read is not repeated). When guesses took tier
       // slots by score instead, 16 guesses per row cut the hit rate from
-      // 64.8% to 57.4% on the 2x model (docs/RAM_TIER.md).
+      // 64.8% to 57.4% on the 2x model (docs/guide/drives-and-ram-tier.md).
       if ((reserved_slot_[i] = tier_->reserve(keys_[i]))) held_as_[i] = Held::kArenaToTier;
     }
     if (held_[i]) continue;

@@ -9,10 +9,10 @@ size_t tier_window(size_t slots, size_t requests_per_token) {
   // A window that cannot hold one token's requests evicts a token's experts
   // before the next token could reuse them: it only takes slots from the
   // frequency part (on a K3-statistics trace at 0.4% of the experts, 1.5%
-  // of requests from RAM with it, 3.6% without; docs/RAM_TIER.md).
+  // of requests from RAM with it, 3.6% without; docs/guide/drives-and-ram-tier.md).
   if (requests_per_token > slots / 2) return 0;
   // Routing persists over a few tokens, not only to the next one: a window of
-  // kWindowTokens tokens' requests, at most half the slots (docs/RAM_TIER.md,
+  // kWindowTokens tokens' requests, at most half the slots (docs/results/2026-12-ram-tier.md,
   // "The window's length").
   return std::min(kWindowTokens * requests_per_token, slots / 2);
 }

@@ -37,7 +37,7 @@ namespace deltafin {
 // a smaller one cannot keep a token's experts until the next token. On an
 // engine trace with K3's persistence three tokens' window gives 88-90% of
 // Belady at 10-25% of the experts where one token's gave 69-79%; on a trace
-// without persistence it costs up to 1.2 points (docs/RAM_TIER.md).
+// without persistence it costs up to 1.2 points (docs/results/2026-12-ram-tier.md).
 constexpr size_t kWindowTokens = 3;
 size_t tier_window(size_t slots, size_t requests_per_token);
 constexpr size_t kDefaultWindow = size_t(-1);  // tier_window(slots, 0)

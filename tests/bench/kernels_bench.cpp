@@ -114,7 +114,7 @@ BENCHMARK(BM_dot_f32)->Arg(128)->Arg(7168);
 
 // SiTU over one routed expert's intermediate (K3: 3072 per row) for 16 rows:
 // the kernel, and the libm loop it replaced (glibc's tanhf and expf), for the
-// ratio quoted in docs/KERNELS.md. items_per_second counts elements.
+// ratio quoted in docs/results/2026-12-kernels.md. items_per_second counts elements.
 std::vector<float> situ_inputs(size_t n, uint32_t seed, float scale) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, scale);

@@ -4,7 +4,7 @@
 For every case in cases.json:
 - the rendered text equals the template's (render_template.py, the oracle);
   where the template raises, render-chat fails too;
-- the segments follow spec §5.4: derived independently from the template's
+- the segments follow docs/design/tokenizer.md: derived independently from the template's
   output (with every "<|" in the request's strings disguised, so that only
   the template's own markers are markers): a special spelling is a control
   segment; after <|open|>, the tag name, then per attribute ` key`, `="`,
@@ -136,7 +136,7 @@ def main():
             for k, (a, b) in enumerate(zip(got, segs)):
                 if a != b:
                     break
-            failures.append(f"{name}: segment split differs at {k}: ours {got[k:k+3]!r}, §5.4 {segs[k:k+3]!r}")
+            failures.append(f"{name}: segment split differs at {k}: ours {got[k:k+3]!r}, oracle {segs[k:k+3]!r}")
         rendered.append((name, ours))
         print(f"ok: {name} ({len(want)} bytes, {len(ours['segments'])} segments, {len(ours['ids'])} ids)")
 

@@ -2,7 +2,7 @@
 # `deltafin render-chat` reproduces K3's chat template: for every conversation
 # in tests/chat/cases.json the rendered text equals what Debian's
 # python3-jinja2 renders from tests/chat/Kimi-K3.chat-template.jinja, the
-# segments follow spec §5.4, and the ids are the segments encoded one by one.
+# segments follow docs/design/tokenizer.md, and the ids are the segments encoded one by one.
 # Usage: bash chat_template.sh <deltafin-binary> <source-dir>
 set -euo pipefail
 bin=$1; src=$2

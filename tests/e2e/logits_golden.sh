@@ -4,9 +4,9 @@
 # model must be byte-identical to the digests in tests/golden/logits/SHA256SUMS.
 # The tiny and k3-shaped digests were written by the engine before the compute
 # rework of the kernels, attention and thread pool; the demo ones on 2026-12-01
-# for the chat-tuned weights (docs/DEMO_MODEL.md), by the engine that matches
+# for the chat-tuned weights (docs/design/demo-model.md), by the engine that matches
 # the PyTorch golden tokens on them. All were re-recorded on 2026-12-04 when
-# SiTU got its own exp and tanh (docs/KERNELS.md, "SiTU's exp and tanh": the
+# SiTU got its own exp and tanh (docs/results/2026-12-kernels.md, "SiTU's exp and tanh": the
 # logits moved by at most 4e-6 on the demo model, every token the same). Each case runs with several thread counts and
 # prefill chunk sizes; every variant must give the same bytes.
 # Usage: logits_golden.sh BIN SRC [--write]   (--write: record new digests)

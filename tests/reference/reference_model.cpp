@@ -300,7 +300,7 @@ Status load_kda(Loader& L, const ModelConfig& c, const std::string& a, KdaWeight
   DF_ASSIGN(w.v_conv, L.f32(a + "v_conv1d.weight", {C, 1, K}));
   DF_ASSIGN(w.dt_bias, L.f32(a + "dt_bias", {C}));
   DF_ASSIGN(w.o_norm, L.f32(a + "o_norm.weight", {D}));
-  // A_log: one value per head, possibly zero-padded (ARCHITECTURE §7).
+  // A_log: one value per head, possibly zero-padded (docs/design/checkpoint.md).
   const std::string name = a + "A_log";
   const TensorInfo* t = L.ck.find(name);
   if (!t) return error("{}: tensor '{}': missing", L.ck.dir(), name);

@@ -1,5 +1,5 @@
 // Tool calls made by a model, end to end through HTTP: `deltafin serve` on
-// models/demo (tuned on tool conversations, docs/DEMO_MODEL.md "Tool calls"),
+// models/demo (tuned on tool conversations, docs/design/demo-model.md "Tool calls"),
 // driven by the official openai and @anthropic-ai/sdk clients. For requests
 // worded unlike the training examples, each with tools to choose from, with
 // thinking on and off:

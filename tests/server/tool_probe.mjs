@@ -1,5 +1,5 @@
 // Not a test: prints what the demo model does with 11 tool requests, thinking
-// on and off (docs/DEMO_MODEL.md, "Tool calls"): the call or text it returns,
+// on and off (docs/design/demo-model.md, "Tool calls"): the call or text it returns,
 // and its answer after a tool result.
 // Usage: node tests/server/tool_probe.mjs http://127.0.0.1:PORT   (a running `deltafin serve --model models/demo`)
 import OpenAI from 'openai';

@@ -1,7 +1,7 @@
 // make-model --preset k3-full-sparse: K3's real configuration and every text
 // tensor's name, dtype and shape, data left as holes. `deltafin inspect`
-// validates it and its memory plan equals the arithmetic of spec §1.4 and
-// ARCHITECTURE §5.
+// validates it and its memory plan equals the arithmetic of docs/design/checkpoint.md and
+// docs/design/checkpoint.md.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -19,7 +19,7 @@ namespace {
 
 using testing::ScratchDir;
 
-// Spine bytes from the shape tables of spec §2.4-§2.7 and §3.2, written out
+// Spine bytes from the shape tables of docs/design/checkpoint.md, written out
 // independently of the writer's tensor list.
 uint64_t k3_spine_bytes() {
   const uint64_t H = 7168, V = 163840, bf = 2, f32 = 4;
@@ -58,7 +58,7 @@ TEST(CheckpointK3Sparse, WrittenValidatedAndPlanned) {
   auto j = nlohmann::json::parse(r.out);
   const uint64_t expert = 17'547'264;  // 3 x (3072 x 3584 / 2 + 3072 x 3584 / 32)
   EXPECT_EQ(j["shards"], 96);
-  EXPECT_EQ(j["tensors"], 92u * 896 * 6 + 2455 + 1 + 4);  // spec §3.1 minus the 168 vision tensors
+  EXPECT_EQ(j["tensors"], 92u * 896 * 6 + 2455 + 1 + 4);  // K3 text tensors (docs/design/checkpoint.md); the vision tower is not written
   EXPECT_EQ(j["moe_layers"], 92);
   EXPECT_EQ(j["experts_total"], 82'432);
   EXPECT_EQ(j["expert_bytes"], expert);

@@ -260,7 +260,7 @@ TEST(Dspark, ProposesTheIdsOfThePyTorchReference) {
               "(worst relative %.4g); end to end from each side's target %.4f (worst %.4g); captured rows %.4f "
               "identical\n",
               synthetic_exact, synthetic.share(), synthetic.worst, end_to_end.share(), end_to_end.worst, capture.share());
-  // The tolerance (docs/DRAFTING.md). float32 sums in another order land on
+  // The tolerance (docs/guide/drafting.md). float32 sums in another order land on
   // a neighbouring BF16 value now and then; one such flip early in the block
   // moves many later roundings by an ulp or two, so a case is either
   // bit-identical or differs in many values, each by a few BF16 ulps.

@@ -58,7 +58,7 @@ TEST(KernelsActivation, ExpAndTanhAreWithinOneUlpOfTheRoundedDoubleValue) {
     ASSERT_LE(de, 1) << "exp(" << x[i] << ") = " << e[i] << ", want " << we;
     ASSERT_LE(dt, 1) << "tanh(" << x[i] << ") = " << t[i] << ", want " << wt;
     // (A double-rounding boundary case could differ by one ulp; the full sweep
-    // over all 2^32 inputs found none, docs/KERNELS.md.)
+    // over all 2^32 inputs found none, docs/design/kernels.md.)
     exp_off += de != 0;
     tanh_off += dt != 0;
   }

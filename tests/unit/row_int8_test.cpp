@@ -1,4 +1,4 @@
-// The row-int8 codec (spec K3-MODEL §4.3) and the IEEE-half conversions its
+// The row-int8 codec (docs/design/store-and-read-engine.md, "Row-int8 spine") and the IEEE-half conversions its
 // scales use.
 #include <gtest/gtest.h>
 

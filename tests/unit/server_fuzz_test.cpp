@@ -21,7 +21,7 @@ constexpr int kCases = 5000;
 
 // Whether `bytes` look like one complete request (head plus a body of at
 // least its Content-Length). The server treats a client that half-closes as
-// gone (docs/SERVER.md), so only incomplete inputs are half-closed: that end
+// gone (docs/guide/serving.md), so only incomplete inputs are half-closed: that end
 // of input is what lets the server answer them at once.
 bool looks_complete(const std::string& bytes) {
   const size_t end = bytes.find("\r\n\r\n");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Deltafin next to llama.cpp on the same weights, in one memory cgroup that
-# plays the machine's RAM (docs/RAM_TIER.md, "Side by side with llama.cpp").
+# plays the machine's RAM (docs/results/2026-12-larger-than-ram.md).
 # Both engines run in the cgroup, so llama.cpp's page cache and Deltafin's RAM
 # tier (--ram-experts-gb auto sizes itself from the cgroup's limit) get the
 # same memory. The page cache is dropped before every process. Rounds

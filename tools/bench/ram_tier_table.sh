@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The simulator's RAM-tier table for the real K3 shapes (docs/RAM_TIER.md):
+# The simulator's RAM-tier table for the real K3 shapes (docs/results/2026-12-ram-tier.md, "The simulator's RAM tier"):
 # read-bound decode tokens/s for 64/128/192/256 GB of RAM x 1-4 drives of
 # 7 GB/s, spine in BF16 and in row-int8, on a synthetic trace with K3's
 # measured routing statistics (39% persistence, most-read expert ~10-20x the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts a Deltafin checkpoint (the published K3 layout) to GGUF with llama.cpp's own
 converter, unchanged, from a llama.cpp tree OUTSIDE this repository. A benchmark aid only:
-llama.cpp is never a dependency of Deltafin (docs/BENCH.md, "Side by side with llama.cpp").
+llama.cpp is never a dependency of Deltafin (docs/guide/benchmarking.md, "Side by side with llama.cpp").
 
 What this wrapper supplies, so that the converter runs on Debian's python3 (python3-torch,
 python3-numpy, python3-tqdm) without the `transformers` package:

@@ -1,4 +1,4 @@
-// llama.cpp on given token ids, for the side-by-side benchmark (docs/BENCH.md,
+// llama.cpp on given token ids, for the side-by-side benchmark (docs/guide/benchmarking.md,
 // "Side by side with llama.cpp"). Built OUTSIDE this repository's build, against
 // a llama.cpp tree built outside it (never a dependency of Deltafin):
 //

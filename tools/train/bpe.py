@@ -3,7 +3,7 @@
 Training: classic merge loop over pre-token counts (most frequent adjacent
 pair first; ties to the lexicographically smallest (left id, right id)). The
 n-th merge gets rank 256 + n; ranks 0..255 are the single bytes in byte order.
-Encoding (tiktoken rules, spec §5.3): a pre-token that is itself a rank is one
+Encoding (tiktoken rules, docs/design/tokenizer.md): a pre-token that is itself a rank is one
 token; otherwise merge the adjacent pair whose concatenation has the lowest
 rank, leftmost on ties, until no pair is a rank.
 
@@ -34,7 +34,7 @@ _RE = regex.compile(PATTERN, flags=regex.V1)
 MAX_SLICE = 400_000
 MAX_RUN = 25_000
 
-# K3's special-token spellings by offset from the first special id (spec §5.2).
+# K3's special-token spellings by offset from the first special id (docs/design/tokenizer.md).
 SPECIAL_NAMES = {0: "[BOS]", 1: "[EOS]", 2: "<|end_of_msg|>", 3: "<|open|>", 4: "<|close|>", 5: "<|sep|>",
                  6: "[start_header_id]", 7: "[end_header_id]", 9: "[EOT]", 18: "<|media_begin|>",
                  19: "<|media_content|>", 20: "<|media_end|>", 21: "<|media_pad|>", 65: "<osagent_mode>",

@@ -1,4 +1,4 @@
-"""The published K3 checkpoint layout (spec §3): names, dtypes, safetensors I/O.
+"""The published K3 checkpoint layout (docs/design/checkpoint.md): names, dtypes, safetensors I/O.
 
 `to_published(model)` yields (name, dtype, numpy array) in file order;
 `load_published(dir)` reads a checkpoint back into a K3Model, BF16 widened

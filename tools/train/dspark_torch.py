@@ -1,6 +1,6 @@
 """An independent PyTorch implementation of DSpark's runtime (K3's block drafter).
 
-Written from ../shared/spec/K3-MODEL.md §6.2 and the numerics docs/DRAFTING.md states,
+Written from the runtime src/model/dspark.h describes and the numerics docs/guide/drafting.md states,
 for the test that the C++ runtime (src/model/dspark.cpp) proposes the same ids; it shares
 no code with it. Arithmetic is float32 tensors with an explicit round to BF16 (`bf`) after
 every operation a BF16 PyTorch module would round: products accumulate in float32 and

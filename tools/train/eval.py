@@ -1,4 +1,4 @@
-"""Held-out measurements for docs/DEMO_MODEL.md.
+"""Held-out measurements for docs/design/demo-model.md.
 
   /usr/bin/python3 tools/train/eval.py --target models/demo --draft models/demo-draft \
       --trained /tmp/k3train/target.pt --trained-draft /tmp/k3train/draft.pt --out /tmp/k3train/eval.json
@@ -152,7 +152,7 @@ def main():
     ap.add_argument("--bs", type=int, default=50)
     ap.add_argument("--out")
     ap.add_argument("--no-docs", action="store_true",
-                    help="held-out windows of the .py files only (the 'code' measure of docs/DEMO_MODEL.md)")
+                    help="held-out windows of the .py files only (the 'code' measure of docs/design/demo-model.md)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     cache = "/tmp/k3train"

@@ -1,6 +1,6 @@
 """An independent PyTorch implementation of the Kimi K3 architecture.
 
-Follows ../shared/spec/K3-MODEL.md §2 and ARCHITECTURE.md §7 (A_log per head;
+Follows docs/design/checkpoint.md and docs/design/engine.md (A_log per head;
 KDA q/k normalised with x*rsqrt(sum x^2 + 1e-6); AttnRes score with
 c = norm_w * proj; route order = descending corrected score, ties to the lower
 id; weights = unbiased sigmoid scores renormalised). Parameter names are the
@@ -62,7 +62,7 @@ class K3Config:
 
 
 def rmsnorm(x, w, eps):
-    # weight times normalised, as in the spec
+    # weight times normalised, as K3 defines it (docs/design/engine.md)
     r = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     return r if w is None else w * r
 
@@ -111,7 +111,7 @@ class KDA(nn.Module):
             nn.init.normal_(w, 0.0, 0.2)
             with torch.no_grad():
                 w[:, 0, K - 1] += 1.0                    # start near identity on the current token
-        self.A_log = nn.Parameter(torch.zeros(h))        # per head (ARCHITECTURE §7)
+        self.A_log = nn.Parameter(torch.zeros(h))        # per head (docs/design/checkpoint.md)
         # initial decay rates spread between long and short memory
         logit = torch.linspace(-6.0, -1.0, C)
         self.dt_bias = nn.Parameter(logit[torch.randperm(C)])
