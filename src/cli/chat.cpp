@@ -22,6 +22,7 @@
 #include "cli/chat_display.h"
 #include "cli/chat_line_reader.h"
 #include "cli/command.h"
+#include "cli/open_model.h"
 #include "generate/conversation_state.h"
 #include "generate/drafter_open.h"
 #include "hub/expert_fetcher.h"
@@ -294,21 +295,9 @@ class Chat {
 };
 
 int run_chat(const ChatArgs& a) {
-  StoreModel sm;
-  if (!a.store.store.empty()) {
-    auto sm_or = open_store_model(a.store, a.threads);
-    if (!sm_or.ok()) return fail(sm_or.message());
-    sm = std::move(sm_or.value());
-    for (const auto& w : sm.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    std::fprintf(stderr, "%s\n", sm.spine_line.c_str());
-    if (!sm.tier_line.empty()) std::fprintf(stderr, "%s\n", sm.tier_line.c_str());
-    if (!sm.stream_line.empty()) std::fprintf(stderr, "%s\n", sm.stream_line.c_str());
-  } else {
-    if (a.model_dir.empty()) return fail("give --model DIR or --store STORE");
-    auto model_or = Model::open(a.model_dir, a.threads);
-    if (!model_or.ok()) return fail(model_or.message());
-    sm.model = std::move(model_or.value());
-  }
+  auto sm_or = open_model_or_store(a.model_dir, a.store, a.threads);
+  if (!sm_or.ok()) return fail(sm_or.message());
+  StoreModel sm = std::move(sm_or.value());
   Model& model = *sm.model;
   const std::string dir = model.checkpoint().dir();
   auto tok = tokenizer::Tokenizer::load_from_checkpoint_dir(dir);

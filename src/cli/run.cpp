@@ -16,6 +16,7 @@
 #include "hub/expert_fetcher.h"
 #include "cli/chat_display.h"
 #include "cli/command.h"
+#include "cli/open_model.h"
 #include "cli/prompt_input.h"
 #include "generate/drafter_open.h"
 #include "generate/greedy.h"
@@ -174,22 +175,9 @@ void describe_source(const StoreModel& sm, bench::RunRecord& rec) {
 int run(const RunOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto load0 = Clock::now();
-  // --model: experts read in place; --store: spine from the store, experts streamed.
-  StoreModel sm;
-  if (!o.store.store.empty()) {
-    auto sm_or = open_store_model(o.store, o.threads);
-    if (!sm_or.ok()) return fail(sm_or.message());
-    sm = std::move(sm_or.value());
-    for (const auto& w : sm.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    std::fprintf(stderr, "%s\n", sm.spine_line.c_str());
-    if (!sm.tier_line.empty()) std::fprintf(stderr, "%s\n", sm.tier_line.c_str());
-    if (!sm.stream_line.empty()) std::fprintf(stderr, "%s\n", sm.stream_line.c_str());
-  } else {
-    if (o.model_dir.empty()) return fail("give --model DIR or --store STORE");
-    auto model_or = Model::open(o.model_dir, o.threads);
-    if (!model_or.ok()) return fail(model_or.message());
-    sm.model = std::move(model_or.value());
-  }
+  auto sm_or = open_model_or_store(o.model_dir, o.store, o.threads);
+  if (!sm_or.ok()) return fail(sm_or.message());
+  StoreModel sm = std::move(sm_or.value());
   Model& model = *sm.model;
   const auto opened = Clock::now();
   // The drives' raw rate just before the run (and again after it, in the stats).
