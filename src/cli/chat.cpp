@@ -23,6 +23,7 @@
 #include "cli/chat_line_reader.h"
 #include "cli/command.h"
 #include "cli/open_model.h"
+#include "cli/sampling_options.h"
 #include "generate/conversation_state.h"
 #include "generate/drafter_open.h"
 #include "hub/expert_fetcher.h"
@@ -349,19 +350,7 @@ void setup(CLI::App& app) {
   cmd->add_option("--draft-max", a->draft_max, "Widest draft proposal (tokens)")->check(CLI::Range(1, 16));
   cmd->add_option("--draft-gate", a->draft_gate, "on: drafting switches itself off when it does not pay; off: never")
       ->check(CLI::IsMember({"on", "off"}));
-  SamplingParams& sp = a->sampling;
-  cmd->add_option("--temperature", sp.temperature, "0: greedy (default); above: seeded sampling (docs/guide/sampling.md)")
-      ->check(CLI::Range(0.0, 2.0));
-  cmd->add_option("--top-p", sp.top_p, "Nucleus: keep the smallest top set with this share of the mass")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--top-k", sp.top_k, "Keep the k likeliest tokens (0: all)")->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--min-p", sp.min_p, "Keep tokens at least this fraction as likely as the best")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--presence-penalty", sp.presence_penalty, "Subtract from the logit of every generated token")
-      ->check(CLI::Range(-2.0, 2.0));
-  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Subtract this x how often a token was generated")
-      ->check(CLI::Range(-2.0, 2.0));
-  cmd->add_option("--seed", sp.seed, "Sampling seed")->capture_default_str();
+  add_sampling_options(cmd, a->sampling);
   cmd->footer(
       "\nAt a terminal: line editing and history (libedit; ~/.editrc applies), the reasoning folded into one dim "
       "line, a dim line of prefill and decode figures after each answer. Otherwise each line of stdin is one user "

@@ -17,6 +17,7 @@
 #include "cli/chat_display.h"
 #include "cli/command.h"
 #include "cli/open_model.h"
+#include "cli/sampling_options.h"
 #include "cli/prompt_input.h"
 #include "generate/drafter_open.h"
 #include "generate/greedy.h"
@@ -372,20 +373,7 @@ void setup(CLI::App& app) {
                   "on: drafting switches itself off when it does not pay (default); off: always draft, no back-off "
                   "(to measure a drafter)")
       ->check(CLI::IsMember({"on", "off"}));
-  SamplingParams& sp = o->sampling;
-  cmd->add_option("--temperature", sp.temperature, "0: greedy (default); above: seeded sampling (docs/guide/sampling.md)")
-      ->check(CLI::Range(0.0, 2.0));
-  cmd->add_option("--top-p", sp.top_p, "Nucleus: keep the smallest top set with this share of the mass")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--top-k", sp.top_k, "Keep the k likeliest tokens (0: all)")->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--min-p", sp.min_p, "Keep tokens at least this fraction as likely as the best")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--presence-penalty", sp.presence_penalty, "Subtract from the logit of every generated token")
-      ->check(CLI::Range(-2.0, 2.0));
-  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Subtract this x how often a token was generated")
-      ->check(CLI::Range(-2.0, 2.0));
-  cmd->add_option("--seed", sp.seed, "Sampling seed: the same seed gives the same tokens, with or without drafting")
-      ->capture_default_str();
+  add_sampling_options(cmd, o->sampling);
   cmd->callback([o] { set_exit_code(run(*o)); });
 }
 
