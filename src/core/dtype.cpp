@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -15,6 +16,7 @@ std::optional<DType> dtype_from_name(std::string_view n) {
   if (n == "I64") return DType::I64;
   if (n == "F64") return DType::F64;
   if (n == "BOOL") return DType::BOOL;
+  if (n == "F8_E4M3") return DType::F8_E4M3;
   return std::nullopt;
 }
 
@@ -29,6 +31,7 @@ std::string_view dtype_name(DType t) {
     case DType::I64: return "I64";
     case DType::F64: return "F64";
     case DType::BOOL: return "BOOL";
+    case DType::F8_E4M3: return "F8_E4M3";
   }
   return "?";
 }
@@ -38,7 +41,7 @@ size_t dtype_size(DType t) {
     case DType::BF16: case DType::F16: return 2;
     case DType::F32: case DType::I32: return 4;
     case DType::I64: case DType::F64: return 8;
-    case DType::U8: case DType::I8: case DType::BOOL: return 1;
+    case DType::U8: case DType::I8: case DType::BOOL: case DType::F8_E4M3: return 1;
   }
   return 0;
 }
@@ -83,5 +86,35 @@ uint16_t f32_to_f16(float f) {
 }
 
 float e8m0_to_f32(uint8_t s) { return std::ldexp(1.0f, int(s) - 127); }
+
+float e4m3_to_f32(uint8_t code) {
+  const float sign = code & 0x80 ? -1.0f : 1.0f;
+  const int exp = (code >> 3) & 0xF, man = code & 0x7;
+  if (exp == 0xF && man == 0x7) return std::nanf("");
+  if (exp == 0) return sign * std::ldexp(float(man), -9);  // subnormal: man/8 * 2^-6
+  return sign * std::ldexp(float(8 + man), exp - 10);      // (1 + man/8) * 2^(exp-7)
+}
+
+uint8_t f32_to_e4m3(float f) {
+  if (std::isnan(f)) return 0x7F;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  const float a = std::fabs(f);
+  if (a >= 448.0f) return sign | 0x7E;
+  // Every E4M3 value is a multiple of 2^-9; within a binade the step is
+  // 2^(e-3). Round |f| to that step, nearest even, then encode.
+  int e;
+  std::frexp(a, &e);                 // a = m * 2^e, m in [0.5, 1)
+  const int step_exp = std::max(e - 1 - 3, -9);
+  const float q = std::nearbyint(std::ldexp(a, -step_exp));  // default mode: ties to even
+  const float v = std::ldexp(q, step_exp);
+  if (v >= 448.0f) return sign | 0x7E;
+  if (v == 0.0f) return sign;
+  int ve;
+  std::frexp(v, &ve);
+  const int exp = ve - 1 + 7;  // biased exponent of v
+  if (exp <= 0) return uint8_t(sign | uint8_t(std::lround(std::ldexp(v, 9))));  // subnormal
+  const int man = int(std::lround(std::ldexp(v, -(ve - 1) + 3))) - 8;
+  return uint8_t(sign | (exp << 3) | man);
+}
 
 }  // namespace deltafin

@@ -7,7 +7,7 @@
 
 namespace deltafin {
 
-enum class DType : uint8_t { BF16, F16, F32, U8, I8, I32, I64, F64, BOOL };
+enum class DType : uint8_t { BF16, F16, F32, U8, I8, I32, I64, F64, BOOL, F8_E4M3 };
 
 std::optional<DType> dtype_from_name(std::string_view safetensors_name);
 std::string_view dtype_name(DType t);
@@ -45,5 +45,15 @@ inline constexpr uint8_t kE8M0Invalid = 255;  // OCP NaN encoding: rejected at l
 // 2^(s-127) exactly, for s in 0..254 (s=0 gives the subnormal-free 2^-127
 // which is a float subnormal; exact as well).
 float e8m0_to_f32(uint8_t s);
+
+// FP8 E4M3 ("e4m3fn", as the Hub's FP8 checkpoints store weights): bias 7,
+// no infinities, 0x7F/0xFF are NaN, largest finite 448. Widening is exact.
+float e4m3_to_f32(uint8_t code);
+// fp32 -> E4M3, round to nearest even; beyond 448 saturates to +-448 (the
+// quantiser scales a block so it never needs to); NaN stays NaN. Writers/tests.
+uint8_t f32_to_e4m3(float f);
+inline bool e4m3_is_nan(uint8_t code) { return (code & 0x7F) == 0x7F; }
+// The Hub's FP8 block: weight_scale_inv holds one fp32 per 128 x 128 block.
+inline constexpr int kFp8Block = 128;
 
 }  // namespace deltafin

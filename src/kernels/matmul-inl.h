@@ -838,6 +838,8 @@ void MatmulGroup(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float*
           Block(Mxfp4Rows{static_cast<const uint8_t*>(job.w), static_cast<const uint8_t*>(job.scales), cols, e8m0},
                 lb, le, groups, full_groups, Xil, T, job.rows, job.Y);
           break;
+        case WeightFormat::kFp8Block:  // decoded to F32 jobs by matmul_group (matmul_fp8.cpp): never here
+          break;
       }
     }
   };
@@ -919,6 +921,7 @@ void MatmulGroup(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float*
       case WeightFormat::kMxfp4:
         MatmulMxfp4(static_cast<const uint8_t*>(m.w), static_cast<const uint8_t*>(m.scales), m.rows, cols, X, T, m.Y,
                     pool);
+        break;      case WeightFormat::kFp8Block:  // decoded to F32 jobs by matmul_group (matmul_fp8.cpp): never here
         break;
     }
   }

@@ -51,6 +51,19 @@ float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DIS
 
 void matmul_group(const MatmulJob* jobs, size_t n_jobs, size_t cols, const float* X, size_t T, ThreadPool* pool) {
   for (size_t j = 0; j < n_jobs; ++j)
+    if (jobs[j].format == WeightFormat::kFp8Block) {
+      // FP8 runs as its decoded F32 rows (matmul_fp8.cpp), one product at a time.
+      for (size_t i = 0; i < n_jobs; ++i) {
+        const MatmulJob& m = jobs[i];
+        if (m.format == WeightFormat::kFp8Block)
+          matmul_fp8_block(static_cast<const uint8_t*>(m.w), static_cast<const float*>(m.scales), m.rows, cols, X, T,
+                           m.Y, pool);
+        else
+          matmul_group(&m, 1, cols, X, T, pool);
+      }
+      return;
+    }
+  for (size_t j = 0; j < n_jobs; ++j)
     if (jobs[j].format == WeightFormat::kMxfp4 && cols % kLanes != 0) {
       // The SIMD decoder needs whole groups: such a group runs one product at
       // a time (MXFP4 through the scalar contract).

@@ -65,4 +65,15 @@ void matmul_i8(const int8_t* q, const uint16_t* scales, size_t rows, size_t cols
     }
 }
 
+void matmul_fp8_block(const uint8_t* codes, const float* scales, size_t rows, size_t cols, const float* X, size_t T,
+                      float* Y) {
+  const size_t scale_cols = (cols + kFp8Block - 1) / kFp8Block;
+  for (size_t t = 0; t < T; ++t)
+    for (size_t o = 0; o < rows; ++o) {
+      const uint8_t* w = codes + o * cols;
+      const float* s = scales + (o / kFp8Block) * scale_cols;
+      Y[t * rows + o] = ordered_dot(cols, X + t * cols, [w, s](size_t i) { return e4m3_to_f32(w[i]) * s[i / kFp8Block]; });
+    }
+}
+
 }  // namespace deltafin::kernels::scalar

@@ -12,6 +12,10 @@ void situ_rows(const float* g, const float* u, size_t n, float beta, float linea
   kernels::situ_rows(g, u, n, beta, linear_beta, out);
 }
 
+void silu_glu_rows(const float* g, const float* u, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = silu(g[i]) * u[i];
+}
+
 void rms_norm(const float* x, const float* w, size_t n, float eps, float* out) {
   const float ms = kernels::dot_f32(x, x, n) / float(n);
   const float inv = 1.0f / std::sqrt(ms + eps);

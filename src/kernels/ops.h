@@ -15,6 +15,9 @@ inline float silu(float x) { return x * sigmoid(x); }
 // model's own exp and tanh (kernels/activation.h). out may alias g.
 void situ_rows(const float* g, const float* u, size_t n, float beta, float linear_beta, float* out);
 
+// out[i] = SiLU(g[i]) * u[i] for i < n (the SiLU-gated MLP). out may alias g.
+void silu_glu_rows(const float* g, const float* u, size_t n, float* out);
+
 // out = w ⊙ (x * rsqrt(mean(x²) + eps)); w == nullptr gives RMS0. out may alias x.
 void rms_norm(const float* x, const float* w, size_t n, float eps, float* out);
 

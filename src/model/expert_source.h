@@ -21,14 +21,18 @@
 
 namespace deltafin {
 
-struct Mxfp4Matrix {
-  const uint8_t* packed = nullptr;  // [rows, cols/2]
-  const uint8_t* scales = nullptr;  // [rows, cols/32]
+// One expert matrix in the model's expert format (ModelConfig::moe.format):
+// MXFP4 packed [rows, cols/2] + E8M0 scales [rows, cols/32]; BF16 [rows, cols]
+// (no scales); FP8 e4m3 [rows, cols] + F32 scales [ceil(rows/128), ceil(cols/128)].
+struct ExpertMatrix {
+  const uint8_t* packed = nullptr;  // the weight bytes
+  const uint8_t* scales = nullptr;
 };
 
-// w1 = gate [inter, latent], w3 = up [inter, latent], w2 = down [latent, inter].
+// w1 = gate [inter, in], w3 = up [inter, in], w2 = down [in, inter], where
+// `in` is the latent width or the hidden size (ModelConfig::expert_in).
 struct ExpertWeights {
-  Mxfp4Matrix w1, w2, w3;
+  ExpertMatrix w1, w2, w3;
 };
 
 struct ExpertSourceStats {
@@ -77,10 +81,11 @@ class ExpertSource {
   Status acquire(int layer, std::span<const int> experts, std::span<ExpertWeights> out);
 };
 
-// Experts read in place from the mapped shards. Checks every expert's six
-// tensors (names, dtypes, shapes) at construction; scale bytes are checked the
-// first time an expert is used (255 is invalid), so a full-size checkpoint is
-// not read end to end at start-up.
+// Experts read in place from the mapped shards, named as the model's family
+// names them (src/model/families/). Checks every expert's tensors (names,
+// dtypes, shapes) at construction; MXFP4 scale bytes (255 is invalid) and FP8
+// codes and scales (NaN, Inf, 0) are checked the first time an expert is
+// used, so a full-size checkpoint is not read end to end at start-up.
 class CheckpointExpertSource : public ExpertSource {
  public:
   static Result<std::unique_ptr<CheckpointExpertSource>> create(const Checkpoint& ck, const ModelConfig& cfg);
@@ -92,7 +97,7 @@ class CheckpointExpertSource : public ExpertSource {
 
  private:
   struct Entry {
-    const TensorInfo* tensors[6];  // w1 packed, w1 scale, w2 packed, w2 scale, w3 packed, w3 scale
+    const TensorInfo* tensors[6] = {};  // w1 weight, w1 scale, w2 weight, w2 scale, w3 weight, w3 scale (null: none)
     bool scales_checked = false;
   };
   ModelConfig cfg_;
@@ -102,5 +107,7 @@ class CheckpointExpertSource : public ExpertSource {
 
 // Checks that no E8M0 scale byte is 255; names the tensor on failure.
 Status check_mxfp4_scales(const TensorInfo& scale_tensor);
+// Checks an FP8 weight: no NaN code (0x7F, 0xFF) and every block scale finite and > 0.
+Status check_fp8_block(const TensorInfo& weight, const TensorInfo& scales);
 
 }  // namespace deltafin

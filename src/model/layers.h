@@ -46,11 +46,17 @@ void kda_commit(const ModelConfig& cfg, const LayerWeights& w, KdaLayerState& st
 void mla(const ModelConfig& cfg, const LayerWeights& w, MlaLayerCache& cache, const float* x, size_t T, float* out,
          Workspace& ws, ThreadPool* pool);
 
-// ---- FFN (src/model/ffn.cpp). out = down · SiTU(gate · x, up · x).
-void situ_mlp(const ModelConfig& cfg, const Matrix& gate, const Matrix& up, const Matrix& down, const float* x,
+// ---- GQA (src/model/gqa.cpp). Appends the T rows' rotated keys and values
+// to the cache (positions cache.length()..), then each row attends causally.
+void gqa(const ModelConfig& cfg, const LayerWeights& w, KvLayerCache& cache, const float* x, size_t T, float* out,
+         Workspace& ws, ThreadPool* pool);
+
+// ---- FFN (src/model/ffn.cpp). out = down · act(gate · x, up · x), act the
+// model's (SiTU or SiLU-GLU).
+void gated_mlp(const ModelConfig& cfg, const Matrix& gate, const Matrix& up, const Matrix& down, const float* x,
               size_t T, float* out, Workspace& ws, ThreadPool* pool);
 
-// ---- Latent MoE (src/model/moe.cpp).
+// ---- MoE (src/model/moe.cpp): latent (K3) or on the hidden state (Qwen3).
 struct MoeStats {
   uint64_t experts = 0, bytes = 0;
   double seconds_acquire = 0;  // compute idle waiting for experts (begin + waits; per pool thread when parallel)
@@ -74,6 +80,11 @@ inline constexpr size_t kPrefetchMaxRows = 8;
 Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
            float* out, Workspace& ws, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
            int64_t start_pos, NextLayerGuesser* guesser);
+
+// Softmax routing (Qwen3): the top-k experts by softmax probability, ties to
+// the lower id; weights the probabilities, renormalised over the k if asked.
+void route_softmax(const float* router_logits, int num_experts, int top_k, bool renormalize, int* experts,
+                   float* weights, ThreadScratch& scratch);
 
 // Route selection for one row: the top-k experts by sigmoid(logit) + bias,
 // descending, ties to the lower id; weights are the unbiased sigmoid scores

@@ -10,6 +10,12 @@ kernels::MatmulJob job_of(const Matrix& m, size_t row0, size_t nrows, float* Y) 
   const size_t c = size_t(m.cols);
   if (m.dtype == DType::BF16) return {WeightFormat::kBf16, m.bf16() + row0 * c, nullptr, nrows, Y};
   if (m.dtype == DType::I8) return {WeightFormat::kI8, m.i8() + row0 * c, m.row_scales + row0, nrows, Y};
+  if (m.dtype == DType::F8_E4M3) {
+    // Block scales go with whole 128-row bands: a slice must start on one.
+    const size_t band = row0 / kFp8Block, scale_cols = (c + kFp8Block - 1) / kFp8Block;
+    return {WeightFormat::kFp8Block, static_cast<const uint8_t*>(m.data) + row0 * c,
+            m.block_scales + band * scale_cols, nrows, Y};
+  }
   return {WeightFormat::kF32, m.f32() + row0 * c, nullptr, nrows, Y};
 }
 }  // namespace

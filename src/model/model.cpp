@@ -1,12 +1,14 @@
 // forward(rows): the one primitive behind prefill, decode and verification.
 // One block of T rows goes through the layers in order; each layer is
-//   x = norm(depth_mix(anchors, p))          AttnRes: the attention's input
-//   p = p + attention(x)                     KDA or MLA, state in the session
-//   x = norm(depth_mix(anchors, p))          the FFN's input
-//   p = p + ffn(x)                           dense SiTU MLP or the latent MoE
-// where p is the current AttnRes block's partial sum and the anchors are the
-// finished blocks' sums (a new block starts every attn_res_block layers).
-// The tail mixes once more, norms and applies the LM head.
+//   x = norm(residual_in(p))                 the attention's input
+//   p = p + attention(x)                     KDA, MLA or GQA, state in the session
+//   x = norm(residual_in(p))                 the FFN's input
+//   p = p + ffn(x)                           a gated MLP or the MoE
+// With a plain residual (Qwen3) residual_in(p) is p, the running sum. With
+// Block AttnRes (K3) p is the current block's partial sum and residual_in is
+// the depth mix of the finished blocks' sums (the anchors; a new block
+// starts every attn_res_block layers) and p. The tail takes residual_in once
+// more, norms and applies the LM head.
 #include "model/model.h"
 
 #include <algorithm>
@@ -167,7 +169,7 @@ Result<std::unique_ptr<Model>> Model::open_with(std::unique_ptr<Checkpoint> ck, 
   auto m = std::unique_ptr<Model>(new Model());
   DF_ASSIGN(m->cfg_, ModelConfig::from_json(ck->config()));
   const auto& c = m->cfg_;
-  if ((c.num_layers + c.attn_res_block - 1) / c.attn_res_block + 1 > int(kMaxAnchors))
+  if (c.residual == ResidualKind::AttnRes && (c.num_layers + c.attn_res_block - 1) / c.attn_res_block + 1 > int(kMaxAnchors))
     return error("config.json: too many AttnRes blocks ({} layers / block size {}; at most {} anchors)", c.num_layers,
                  c.attn_res_block, kMaxAnchors);
   DF_ASSIGN(m->w_, ModelWeights::bind(*ck, c));
@@ -236,6 +238,18 @@ void Model::attention_input(int l, Anchors& anchors, float* p, float* x, size_t 
   if (boundary) anchors.close_block();
 }
 
+// Plain residual: x = norm(p) per row, with the layer's norm weights `w`.
+void Model::plain_input(const std::vector<float>& w, const float* p, float* x, size_t T) {
+  const size_t H = cfg_.hidden;
+  auto rows = [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) ops::rms_norm(p + t * H, w.data(), H, cfg_.rms_eps, x + t * H);
+  };
+  if (T >= kParallelRows)
+    pool_->parallel_for(T, 1, rows);
+  else
+    rows(0, T);
+}
+
 // p = p + attention output; the FFN's input is the depth mix of the anchors
 // and p, normed.
 void Model::ffn_input(int l, const Anchors& anchors, float* p, const float* o, float* x, size_t T) {
@@ -264,12 +278,16 @@ void Model::ffn_input(int l, const Anchors& anchors, float* p, const float* o, f
   }
 }
 
-// Rows [first, T): final depth mix, norm, LM head.
+// Rows [first, T): final depth mix (AttnRes), norm, LM head.
 void Model::logits_of(const Anchors& anchors, const float* p, size_t first, size_t T, std::vector<float>& logits) {
   const size_t H = cfg_.hidden, n = T - first;
   float* x = ws_->block_in.take(n * H);
   ThreadScratch& ts = ws_->threads[0];
   for (size_t t = first; t < T; ++t) {
+    if (cfg_.residual == ResidualKind::Plain) {
+      ops::rms_norm(p + t * H, w_.final_norm.data(), H, cfg_.rms_eps, x + (t - first) * H);
+      continue;
+    }
     depth_mix(anchors.row(t), p + t * H, c_out_.data(), H, cfg_.rms_eps, ts.key.take(H), ts.mix.take(H));
     ops::rms_norm(ts.mix.take(H), w_.final_norm.data(), H, cfg_.rms_eps, x + (t - first) * H);
   }
@@ -299,8 +317,10 @@ Status Model::commit_verified(Session& session, size_t n) {
     const LayerWeights& L = w_.layers[size_t(l)];
     if (L.attention == AttentionKind::KDA)
       layers::kda_commit(cfg_, L, session.kda[size_t(l)], kda_records_[size_t(l)], n, *ws_, pool);
-    else
+    else if (L.attention == AttentionKind::MLA)
       session.mla[size_t(l)].truncate(size_t(session.length) + n);
+    else
+      session.kv[size_t(l)].truncate(size_t(session.length) + n);
   }
   session.length += int64_t(n);
   return {};
@@ -331,17 +351,23 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
   if (T == 0) return error("forward: no rows");
   if (verified_session_ == &session)
     return error("forward: a verification block is pending on this session (commit_verified first)");
-  for (int l = 0; l < cfg_.num_layers; ++l)
-    if (cfg_.attention[size_t(l)] == AttentionKind::MLA && session.mla[size_t(l)].length() != size_t(session.length))
-      return error("forward: session length {} but layer {}'s cache holds {} positions", session.length, l,
-                   session.mla[size_t(l)].length());
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const AttentionKind a = cfg_.attention[size_t(l)];
+    const size_t cached = a == AttentionKind::MLA   ? session.mla[size_t(l)].length()
+                          : a == AttentionKind::GQA ? session.kv[size_t(l)].length()
+                                                    : size_t(session.length);
+    if (cached != size_t(session.length))
+      return error("forward: session length {} but layer {}'s cache holds {} positions", session.length, l, cached);
+  }
   for (int32_t id : tokens)
     if (id < 0 || id >= cfg_.vocab) return error("token id {} is outside the vocabulary (0..{})", id, cfg_.vocab - 1);
   Workspace& ws = *ws_;
   ThreadPool* pool = pool_.get();
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  const size_t max_anchors = size_t(cfg_.num_layers + cfg_.attn_res_block - 1) / cfg_.attn_res_block + 1;
+  const bool attn_res = cfg_.residual == ResidualKind::AttnRes;
+  const size_t max_anchors =
+      attn_res ? size_t(cfg_.num_layers + cfg_.attn_res_block - 1) / size_t(cfg_.attn_res_block) + 1 : 0;
   float* p = ws.partial.take(T * H);     // the current block's partial sum
   float* x = ws.block_in.take(T * H);    // the next block's normed input
   float* o = ws.attn_out.take(T * H);
@@ -355,23 +381,35 @@ Status Model::run_block(std::span<const int32_t> tokens, Session& session, Logit
     // A server that lost its client stops here, within one layer of the block.
     if (cancel_ && cancel_->load(std::memory_order_relaxed)) return Status::cancelled();
     const LayerWeights& L = w_.layers[size_t(l)];
-    attention_input(l, anchors, p, x, T);
+    if (attn_res)
+      attention_input(l, anchors, p, x, T);
+    else
+      plain_input(L.input_norm, p, x, T);
     if (L.attention == AttentionKind::KDA) {
       PhaseTimer timer(st.seconds_kda);
       layers::kda(cfg_, L, session.kda[size_t(l)], x, T, o, ws, pool, verify ? &kda_records_[size_t(l)] : nullptr);
-    } else {
+    } else if (L.attention == AttentionKind::MLA) {
       PhaseTimer timer(st.seconds_mla);
       layers::mla(cfg_, L, session.mla[size_t(l)], x, T, o, ws, pool);
+    } else {
+      PhaseTimer timer(st.seconds_mla);  // attention over a cache, as MLA's
+      layers::gqa(cfg_, L, session.kv[size_t(l)], x, T, o, ws, pool);
     }
-    ffn_input(l, anchors, p, o, x, T);
+    if (attn_res) {
+      ffn_input(l, anchors, p, o, x, T);
+    } else {
+      kernels::add(o, p, T * H);
+      plain_input(L.post_attention_norm, p, x, T);
+    }
     if (L.ffn == FfnKind::Dense) {
       PhaseTimer timer(st.seconds_dense);
-      layers::situ_mlp(cfg_, L.gate_proj, L.up_proj, L.down_proj, x, T, f, ws, pool);
+      layers::gated_mlp(cfg_, L.gate_proj, L.up_proj, L.down_proj, x, T, f, ws, pool);
     } else {
       PhaseTimer timer(st.seconds_moe);
       const int nl = next_moe_[size_t(l)];
       Guesser guesser(*this, anchors, p, nl, session.length);
-      const bool guess = nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
+      // The guess needs the next layer's depth mix: AttnRes models only.
+      const bool guess = attn_res && nl >= 0 && prefetch_per_row_ > 0 && T <= layers::kPrefetchMaxRows;
       layers::MoeStats ms;
       DF_TRY(layers::moe(cfg_, L, l, *experts_, x, T, f, ws, pool, &ms, route_observer_, session.length,
                          guess ? &guesser : nullptr));

@@ -159,6 +159,7 @@ class Model {
   class Guesser;
   void embed(std::span<const int32_t> tokens, float* p) const;
   void attention_input(int layer, Anchors& anchors, float* p, float* x, size_t T);
+  void plain_input(const std::vector<float>& norm_weights, const float* p, float* x, size_t T);
   void ffn_input(int layer, const Anchors& anchors, float* p, const float* attn_out, float* x, size_t T);
   void logits_of(const Anchors& anchors, const float* p, size_t first, size_t T, std::vector<float>& logits);
 

@@ -1,7 +1,7 @@
-// The latent MoE (docs/design/engine.md): route every row, fetch the union of the
+// The MoE (docs/design/engine.md): route every row, fetch the union of the
 // block's experts once, run each expert on all rows routed to it, sum each
-// row's experts in route order, then the latent norm, the up-projection and
-// the fused shared experts.
+// row's experts in route order; K3's latent MoE then applies the latent norm,
+// the up-projection and adds the fused shared experts, Qwen3's is done.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -43,12 +43,23 @@ void build_union(const std::vector<int>& ids, size_t E, Workspace& ws) {
   for (size_t i = 0; i < ids.size(); ++i) ws.slot_list[size_t(count[size_t(ids[i])]++)] = int(i);
 }
 
-// One routed expert over the rows routed to it: gathers their latents, runs
-// W2 · SiTU(W1 x, W3 x), and writes each row's result into its route slot.
-// `pool` splits each product when one expert is all a thread pool has to do.
+kernels::MatmulJob expert_job(ExpertFormat f, const ExpertMatrix& m, size_t rows, float* Y) {
+  using kernels::WeightFormat;
+  switch (f) {
+    case ExpertFormat::Mxfp4: return {WeightFormat::kMxfp4, m.packed, m.scales, rows, Y};
+    case ExpertFormat::Bf16: return {WeightFormat::kBf16, m.packed, nullptr, rows, Y};
+    case ExpertFormat::Fp8Block: return {WeightFormat::kFp8Block, m.packed, m.scales, rows, Y};
+  }
+  return {};
+}
+
+// One routed expert over the rows routed to it: gathers their inputs (latents
+// or hidden rows), runs W2 · act(W1 x, W3 x), and writes each row's result
+// into its route slot. `pool` splits each product when one expert is all a
+// thread pool has to do.
 void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, std::span<const int> slots, const float* lat,
                 float* route_out, ThreadScratch& ts, ThreadPool* pool) {
-  const size_t K = cfg.moe.top_k, LT = cfg.moe.latent, I = cfg.moe.expert_inter, n = slots.size();
+  const size_t K = cfg.moe.top_k, LT = size_t(cfg.expert_in()), I = cfg.moe.expert_inter, n = slots.size();
   float* xe = ts.expert_in.take(n * LT);
   float* h1 = ts.expert_gate.take(n * I);
   float* h3 = ts.expert_up.take(n * I);
@@ -57,12 +68,15 @@ void run_expert(const ModelConfig& cfg, const ExpertWeights& ew, std::span<const
     const size_t row = size_t(slots[r]) / K;
     std::copy(lat + row * LT, lat + (row + 1) * LT, xe + r * LT);
   }
-  using kernels::WeightFormat;
-  const kernels::MatmulJob up[] = {{WeightFormat::kMxfp4, ew.w1.packed, ew.w1.scales, I, h1},
-                                   {WeightFormat::kMxfp4, ew.w3.packed, ew.w3.scales, I, h3}};
+  const ExpertFormat f = cfg.moe.format;
+  const kernels::MatmulJob up[] = {expert_job(f, ew.w1, I, h1), expert_job(f, ew.w3, I, h3)};
   kernels::matmul_group(up, 2, LT, xe, n, pool);
-  ops::situ_rows(h1, h3, n * I, cfg.situ_beta, cfg.situ_linear_beta, h1);
-  kernels::matmul_mxfp4(ew.w2.packed, ew.w2.scales, LT, I, h1, n, he, pool);
+  if (cfg.activation == Activation::SiTU)
+    ops::situ_rows(h1, h3, n * I, cfg.situ_beta, cfg.situ_linear_beta, h1);
+  else
+    ops::silu_glu_rows(h1, h3, n * I, h1);
+  const kernels::MatmulJob down = expert_job(f, ew.w2, LT, he);
+  kernels::matmul_group(&down, 1, I, h1, n, pool);
   for (size_t r = 0; r < n; ++r) std::copy(he + r * LT, he + (r + 1) * LT, route_out + size_t(slots[r]) * LT);
 }
 
@@ -189,15 +203,43 @@ void route(const float* logits, const float* bias, int E, int k, int* experts, f
   route(logits, bias, E, k, experts, weights, ts);
 }
 
+void route_softmax(const float* logits, int E, int k, bool renormalize, int* experts, float* weights,
+                   ThreadScratch& ts) {
+  // Probabilities over all experts (max-subtracted exp, summed in id order),
+  // the top k by probability (ties to the lower id), optionally renormalised.
+  auto& order = ts.route_order;
+  auto& prob = ts.route_score;
+  order.resize(size_t(E));
+  prob.assign(logits, logits + E);
+  const float total = ops::softmax_exp(prob.data(), size_t(E));
+  for (int e = 0; e < E; ++e) prob[size_t(e)] = prob[size_t(e)] / total;
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int a, int b) { return prob[size_t(a)] > prob[size_t(b)] || (prob[size_t(a)] == prob[size_t(b)] && a < b); });
+  float sum = 0.0f;
+  for (int i = 0; i < k; ++i) sum = sum + prob[size_t(order[size_t(i)])];
+  for (int i = 0; i < k; ++i) {
+    experts[i] = order[size_t(i)];
+    weights[i] = renormalize ? prob[size_t(order[size_t(i)])] / sum : prob[size_t(order[size_t(i)])];
+  }
+}
+
 Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSource& src, const float* x, size_t T,
            float* out, Workspace& ws, ThreadPool* pool, MoeStats* stats, const RouteObserver& observer,
            int64_t start_pos, NextLayerGuesser* guesser) {
   const auto& m = cfg.moe;
-  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = m.latent, P = size_t(pool->size());
+  const size_t H = cfg.hidden, E = m.num_experts, K = m.top_k, LT = size_t(cfg.expert_in()), P = size_t(pool->size());
+  const bool latent = m.latent > 0, shared_experts = m.num_shared > 0;
   float* logits = ws.router_logits.take(T * E);
-  float* lat = ws.latent_in.take(T * LT);
   float* route_out = ws.route_out.take(T * K * LT);
-  ops::matmul_group({{&w.router, logits}, {&w.latent_down, lat}}, x, T, pool);
+  const float* lat = x;  // the experts' input rows: the latent, or x itself
+  if (latent) {
+    float* l = ws.latent_in.take(T * LT);
+    ops::matmul_group({{&w.router, logits}, {&w.latent_down, l}}, x, T, pool);
+    lat = l;
+  } else {
+    ops::matmul(w.router, x, T, logits, pool);
+  }
 
   auto& ids = ws.route_ids;
   auto& wts = ws.route_weights;
@@ -206,9 +248,14 @@ Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSourc
   pool->parallel_for(P, 1, [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) {
       const auto [t0, t1] = share(T, i, P);
-      for (size_t t = t0; t < t1; ++t)
-        route(logits + t * E, w.correction_bias.data(), int(E), int(K), ids.data() + t * K, wts.data() + t * K,
-              ws.threads[i]);
+      for (size_t t = t0; t < t1; ++t) {
+        if (m.router.kind == RouterKind::Softmax)
+          route_softmax(logits + t * E, int(E), int(K), m.router.renormalize, ids.data() + t * K, wts.data() + t * K,
+                        ws.threads[i]);
+        else
+          route(logits + t * E, w.correction_bias.data(), int(E), int(K), ids.data() + t * K, wts.data() + t * K,
+                ws.threads[i]);
+      }
     }
   });
   if (observer) observer(start_pos, layer, T, int(K), std::span<const int>(ids.data(), T * K));
@@ -228,10 +275,10 @@ Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSourc
     DF_TRY(src.begin(layer, std::span<const int>(ws.union_ids.data() + first, n),
                      std::span<ExpertWeights>(ws.expert_views.data(), n)));
     waited += since(t0);
-    if (first == 0) {
+    if (first == 0 && shared_experts) {
       // The fused shared experts need no routed expert: compute them while the reads are in flight.
       const auto s0 = Clock::now();
-      situ_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, shared, ws, pool);
+      gated_mlp(cfg, w.shared_gate, w.shared_up, w.shared_down, x, T, shared, ws, pool);
       if (guesser) guesser->guess(shared, T);
       if (stats) stats->seconds_shared += since(s0);
     }
@@ -245,18 +292,19 @@ Status moe(const ModelConfig& cfg, const LayerWeights& w, int layer, ExpertSourc
     stats->bytes += U * cfg.expert_bytes();
   }
 
-  // Combine in route order: acc = acc + (w_i * h_i), then the latent norm.
-  float* acc = ws.latent_sum.take(T * LT);
+  // Combine in route order: acc = acc + (w_i * h_i), then (latent MoE) the
+  // latent norm and the up-projection.
+  float* acc = latent ? ws.latent_sum.take(T * LT) : out;
   pool->parallel_for(T, 1, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
       float* a = acc + t * LT;
       std::fill(a, a + LT, 0.0f);
       for (size_t i = 0; i < K; ++i) kernels::axpy(wts[t * K + i], route_out + (t * K + i) * LT, a, LT);
-      ops::rms_norm(a, w.latent_norm.data(), LT, cfg.rms_eps, a);
+      if (latent) ops::rms_norm(a, w.latent_norm.data(), LT, cfg.rms_eps, a);
     }
   });
-  ops::matmul(w.latent_up, acc, T, out, pool);
-  kernels::add(shared, out, T * H);
+  if (latent) ops::matmul(w.latent_up, acc, T, out, pool);
+  if (shared_experts) kernels::add(shared, out, T * H);
   return {};
 }
 

@@ -23,10 +23,15 @@ Session Session::create(const ModelConfig& cfg) {
   Session s;
   s.kda.resize(cfg.num_layers);
   s.mla.resize(cfg.num_layers);
+  s.kv.resize(cfg.num_layers);
   const size_t C = cfg.kda.channels(), K = cfg.kda.conv_kernel, D = cfg.kda.head_dim;
   for (int l = 0; l < cfg.num_layers; ++l) {
     if (cfg.attention[l] == AttentionKind::MLA) {
       s.mla[l].init(size_t(cfg.mla.kv_lora_rank), size_t(cfg.mla.qk_rope_dim));
+      continue;
+    }
+    if (cfg.attention[l] == AttentionKind::GQA) {
+      s.kv[l].init(size_t(cfg.gqa.kv_dim()));
       continue;
     }
     auto& k = s.kda[l];
@@ -40,13 +45,17 @@ Session Session::create(const ModelConfig& cfg) {
 
 void Session::truncate_mla(int64_t new_length, const ModelConfig& cfg) {
   for (int l = 0; l < cfg.num_layers; ++l)
-    if (cfg.attention[l] == AttentionKind::MLA) mla[l].truncate(size_t(new_length));
+    if (cfg.attention[l] == AttentionKind::MLA)
+      mla[l].truncate(size_t(new_length));
+    else if (cfg.attention[l] == AttentionKind::GQA)
+      kv[l].truncate(size_t(new_length));
 }
 
 uint64_t Session::bytes() const {
   uint64_t b = 0;
   for (auto& k : kda) b += 4 * (k.conv_q.size() + k.conv_k.size() + k.conv_v.size() + k.S.size());
   for (auto& m : mla) b += m.bytes();
+  for (auto& c : kv) b += c.bytes();
   return b;
 }
 

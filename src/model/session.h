@@ -1,5 +1,5 @@
-// Per-sequence state: KDA recurrent state and conv windows per KDA layer, and
-// the MLA *latent* cache per MLA layer (normalised kv latent + shared rope
+// Per-sequence state: KDA recurrent state and conv windows per KDA layer, the
+// KV cache per GQA layer, and the MLA *latent* cache per MLA layer (normalised kv latent + shared rope
 // key per position; docs/design/engine.md). A Session is a plain value: copying it is
 // a snapshot; restoring is assignment.
 #pragma once
@@ -48,13 +48,33 @@ class MlaLayerCache {
   std::vector<std::vector<float>> chunks_;
 };
 
+// One GQA layer's KV cache: per position the rotated keys and the values of
+// every KV head, [kv_heads * head_dim] each, in the same never-moving chunks.
+class KvLayerCache {
+ public:
+  void init(size_t kv_dim) { rows_.init(kv_dim, kv_dim); }
+  size_t length() const { return rows_.length(); }
+  void reserve(size_t n) { rows_.reserve(n); }
+  void set_length(size_t n) { rows_.set_length(n); }
+  void truncate(size_t n) { rows_.truncate(n); }
+  float* key(size_t p) { return rows_.latent(p); }
+  float* value(size_t p) { return rows_.rope(p); }
+  const float* key(size_t p) const { return rows_.latent(p); }
+  const float* value(size_t p) const { return rows_.rope(p); }
+  uint64_t bytes() const { return rows_.bytes(); }
+
+ private:
+  MlaLayerCache rows_;  // keys in the "latent" rows, values in the "rope" rows
+};
+
 struct Session {
   int64_t length = 0;                 // positions committed
   std::vector<KdaLayerState> kda;     // indexed by layer; empty for MLA layers
   std::vector<MlaLayerCache> mla;     // indexed by layer; unused for KDA layers
+  std::vector<KvLayerCache> kv;       // indexed by layer; unused but for GQA layers
 
   static Session create(const ModelConfig& cfg);
-  // Drops MLA cache rows past `length` (KDA state cannot be truncated: restore a snapshot).
+  // Drops MLA and KV cache rows past `length` (KDA state cannot be truncated: restore a snapshot).
   void truncate_mla(int64_t new_length, const ModelConfig& cfg);
   uint64_t bytes() const;
 };

@@ -11,13 +11,15 @@
 
 namespace deltafin {
 
-// A BF16, F32 or row-int8 (I8 + one F16 scale per row, core/row_int8.h)
-// matrix [rows, cols], row-major, viewed in place.
+// A BF16, F32, row-int8 (I8 + one F16 scale per row, core/row_int8.h) or
+// FP8 block (e4m3 + F32 scales per 128 x 128 block) matrix [rows, cols],
+// row-major, viewed in place.
 struct Matrix {
   DType dtype = DType::BF16;
   int rows = 0, cols = 0;
   const void* data = nullptr;
   const uint16_t* row_scales = nullptr;  // I8 only: F16 [rows]
+  const float* block_scales = nullptr;   // F8_E4M3 only: F32 [ceil(rows/128), ceil(cols/128)]
   const std::string* name = nullptr;
   const uint16_t* bf16() const { return static_cast<const uint16_t*>(data); }
   const float* f32() const { return static_cast<const float*>(data); }
@@ -44,6 +46,10 @@ struct LayerWeights {
   Matrix q_a_proj, q_b_proj, kv_a_proj, kv_b_proj;
   std::vector<float> q_a_norm, kv_a_norm;
 
+  // GQA (attention == GQA): q_proj, k_proj, v_proj, o_proj above, and the
+  // per-head RMS norm weights of queries and keys [head_dim].
+  std::vector<float> q_norm, k_norm;
+
   // Dense FFN (ffn == Dense).
   Matrix gate_proj, up_proj, down_proj;
 
@@ -55,7 +61,7 @@ struct LayerWeights {
 
 struct ModelWeights {
   Matrix embed;    // BF16 [vocab, hidden] (always: tokens read its rows)
-  Matrix lm_head;  // BF16 or row-int8 [vocab, hidden]
+  Matrix lm_head;  // BF16 or row-int8 [vocab, hidden]; the embedding when tied
   size_t int8_matrices = 0;  // how many matrices are row-int8 (0: the spine is weight-exact)
   std::vector<float> final_norm, out_res_norm, out_res_proj;
   std::vector<LayerWeights> layers;

@@ -31,6 +31,7 @@ struct ThreadScratch {
   Buffer scores_latent, scores_rope;    // MLA: one cache chunk's score blocks
   Buffer value_in, value_out;           // MLA: a head's attended latents [T][kv_lora] / values [T][v]
   Buffer expert_in, expert_gate, expert_up, expert_out;  // MoE: one expert's rows
+  Buffer gqa_scores;                    // GQA: one (row, head)'s softmax numerators [positions]
   std::vector<int> route_order;         // MoE routing: expert order [experts]
   std::vector<float> route_score, route_choice;          // [experts]
 };
@@ -63,6 +64,11 @@ struct Workspace {
   Buffer mla_sums;        // their sums [rows][heads]
   Buffer mla_attended;    // attention-weighted latents [heads][T][kv_lora]
   Buffer mla_out;         // gated head outputs [T][heads * v]
+
+  // GQA.
+  Buffer gqa_q, gqa_k, gqa_v;   // projections [T][heads or kv_heads][head_dim]
+  Buffer gqa_rope;              // cos then sin per row [T][2][head_dim / 2]
+  Buffer gqa_out;               // attended heads [T][heads * head_dim]
 
   // FFN and MoE.
   Buffer ffn_gate, ffn_up;   // dense / shared-expert intermediate [T][inter]

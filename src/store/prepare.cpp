@@ -318,6 +318,10 @@ class StorePreparation {
   Status validate_checkpoint() {
     DF_ASSIGN(ck_, Checkpoint::open(o_.model_dir));
     DF_ASSIGN(cfg_, ModelConfig::from_json(ck_->config()));
+    if (cfg_.moe.format != ExpertFormat::Mxfp4)
+      return error("{}: a {} checkpoint cannot be prepared into a store yet: the store's format holds MXFP4 experts "
+                   "only (run the checkpoint in place with --model {})",
+                   o_.model_dir, cfg_.model_type, o_.model_dir);
     DF_TRY(ModelWeights::bind(*ck_, cfg_).status());
     for (int l = 0; l < cfg_.num_layers; ++l)
       if (cfg_.ffn[l] == FfnKind::MoE) moe_layers_.push_back(l);
