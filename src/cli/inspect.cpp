@@ -48,15 +48,14 @@ std::string human(uint64_t v) {
   return fmt::format("{:.{}f} {}", x, u ? 3 : 0, units[u]);
 }
 
+// Every expert's format checks (MXFP4 scales, FP8 codes and scales), as the
+// first use of each would run them.
 Status verify_all_experts(const Checkpoint& ck, const ModelConfig& cfg) {
+  DF_ASSIGN(auto src, CheckpointExpertSource::create(ck, cfg));
+  std::vector<ExpertWeights> views(1);
   for (int l = 0; l < cfg.num_layers; ++l) {
     if (cfg.ffn[l] != FfnKind::MoE) continue;
-    for (int e = 0; e < cfg.moe.num_experts; ++e)
-      for (const char* part : {"w1", "w2", "w3"}) {
-        const TensorInfo* t = ck.find(expert_tensor_name(l, e, part, "weight_scale"));
-        if (!t) return error("{}: tensor '{}': missing", ck.dir(), expert_tensor_name(l, e, part, "weight_scale"));
-        DF_TRY(check_mxfp4_scales(*t));
-      }
+    for (int e = 0; e < cfg.moe.num_experts; ++e) DF_TRY(src->begin(l, std::span<const int>(&e, 1), views));
   }
   return {};
 }
@@ -109,6 +108,9 @@ int run_inspect(const InspectArgs& a) {
               human(p.kda_state_bytes).c_str(), p.kda_layers, grouped(p.kda_state_bytes_per_layer).c_str());
   std::printf("  MLA latent cache per token   %s B (%s) = %d layers x (kv_lora + rope) x 4\n",
               grouped(p.mla_cache_bytes_per_token).c_str(), human(p.mla_cache_bytes_per_token).c_str(), p.mla_layers);
+  if (p.gqa_layers)
+    std::printf("  KV cache per token           %s B (%s) = %d layers x 2 x kv_heads x head_dim x 4\n",
+                grouped(p.kv_cache_bytes_per_token).c_str(), human(p.kv_cache_bytes_per_token).c_str(), p.gqa_layers);
   return 0;
 }
 
@@ -118,7 +120,7 @@ void setup(CLI::App& root) {
   set_example(cmd, "deltafin inspect --model models/demo");
   cmd->add_option("--model", args->model, "checkpoint directory")->required();
   cmd->add_flag("--json", args->json, "print the plan as JSON");
-  cmd->add_flag("--verify-experts", args->verify_experts, "scan every expert's MXFP4 scale bytes (reads them all)");
+  cmd->add_flag("--verify-experts", args->verify_experts, "check every expert in its format: MXFP4 scale bytes, FP8 codes and block scales (reads them all)");
   cmd->callback([args] { set_exit_code(run_inspect(*args)); });
 }
 

@@ -5,7 +5,9 @@
 namespace deltafin {
 
 bool is_routed_expert_tensor(std::string_view name) {
-  return name.find(".block_sparse_moe.experts.") != std::string_view::npos;
+  // K3's and the Hub's MoE families' (Qwen3: model.layers.N.mlp.experts.E...) names.
+  return name.find(".block_sparse_moe.experts.") != std::string_view::npos ||
+         name.find(".mlp.experts.") != std::string_view::npos;
 }
 
 MemoryPlan plan_from_config(const ModelConfig& c) {
@@ -24,6 +26,8 @@ MemoryPlan plan_from_config(const ModelConfig& c) {
   p.kda_state_bytes = uint64_t(p.kda_layers) * p.kda_state_bytes_per_layer;
   p.mla_layers = c.num_mla_layers();
   p.mla_cache_bytes_per_token = uint64_t(p.mla_layers) * uint64_t(c.mla.kv_lora_rank + c.mla.qk_rope_dim) * 4;
+  p.gqa_layers = c.num_gqa_layers();
+  p.kv_cache_bytes_per_token = uint64_t(p.gqa_layers) * 2 * uint64_t(c.gqa.kv_dim()) * 4;
   return p;
 }
 
@@ -56,7 +60,9 @@ nlohmann::ordered_json MemoryPlan::to_json() const {
           {"kda_state_bytes_per_layer", kda_state_bytes_per_layer},
           {"kda_state_bytes", kda_state_bytes},
           {"mla_layers", mla_layers},
-          {"mla_cache_bytes_per_token", mla_cache_bytes_per_token}};
+          {"mla_cache_bytes_per_token", mla_cache_bytes_per_token},
+          {"gqa_layers", gqa_layers},
+          {"kv_cache_bytes_per_token", kv_cache_bytes_per_token}};
 }
 
 }  // namespace deltafin

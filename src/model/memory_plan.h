@@ -1,5 +1,6 @@
 // What a model needs in memory: the resident spine, routed expert bytes (per
-// cold token and in total), per-sequence KDA state and the MLA latent cache.
+// cold token and in total), per-sequence KDA state, the MLA latent cache and
+// the KV cache of GQA layers.
 // From the config alone (arithmetic) or measured over an opened checkpoint.
 #pragma once
 #include <cstdint>
@@ -23,7 +24,7 @@ struct MemoryPlan {
   int experts_per_layer = 0;
   int top_k = 0;
   uint64_t experts_total = 0;                // moe_layers x experts_per_layer
-  uint64_t expert_bytes = 0;                 // one routed expert (MXFP4: packed + scales)
+  uint64_t expert_bytes = 0;                 // one routed expert in its format (with scales)
   uint64_t expert_bytes_per_cold_token = 0;  // top_k x moe_layers x expert_bytes
   uint64_t routed_expert_bytes = 0;          // experts_total x expert_bytes
 
@@ -32,6 +33,10 @@ struct MemoryPlan {
   uint64_t kda_state_bytes = 0;            // per sequence, independent of context
   int mla_layers = 0;
   uint64_t mla_cache_bytes_per_token = 0;  // mla_layers x (kv_lora + rope) x 4
+  int gqa_layers = 0;
+  uint64_t kv_cache_bytes_per_token = 0;   // gqa_layers x 2 (keys, values) x kv_heads x head_dim x 4
+  // Every cache the context grows, per token.
+  uint64_t cache_bytes_per_token() const { return mla_cache_bytes_per_token + kv_cache_bytes_per_token; }
 
   nlohmann::ordered_json to_json() const;
 };
@@ -43,7 +48,8 @@ MemoryPlan plan_from_config(const ModelConfig& cfg);
 // counts, largest offset and spine bytes (tensors outside the routed experts).
 MemoryPlan plan_memory(const Checkpoint& ck, const ModelConfig& cfg);
 
-// True for a routed expert tensor name ("...block_sparse_moe.experts.{e}.").
+// True for a routed expert tensor name (K3 "...block_sparse_moe.experts.{e}.",
+// the Hub's MoE families "...mlp.experts.{e}.").
 bool is_routed_expert_tensor(std::string_view name);
 
 }  // namespace deltafin

@@ -8,7 +8,9 @@
 
 #include "checkpoint/expert_generator.h"
 #include "core/dtype.h"
+#include "model/expert_layout.h"
 #include "model/expert_source.h"
+#include "model/families/families.h"
 #include "model/weights.h"
 
 namespace deltafin {
@@ -18,37 +20,32 @@ namespace {
 class CheckpointPayloads : public ExpertPayloads {
  public:
   struct Expert {
-    const TensorInfo* t[6];
+    const TensorInfo* t[6] = {};  // w1, w1 scales, w2, w2 scales, w3, w3 scales (null: none)
   };
-  CheckpointPayloads(std::vector<std::vector<Expert>> experts, uint64_t bytes)
-      : experts_(std::move(experts)), bytes_(bytes) {}
-  uint64_t expert_bytes() const override { return bytes_; }
+  CheckpointPayloads(std::vector<std::vector<Expert>> experts, ModelConfig cfg, std::vector<int> layers)
+      : experts_(std::move(experts)), cfg_(std::move(cfg)), layout_(expert_layout(cfg_)), layers_(std::move(layers)) {}
+  uint64_t expert_bytes() const override { return layout_.total; }
   std::string describe() const override { return "checkpoint"; }
   std::vector<std::string> files(int m, int e) const override {
     std::vector<std::string> out;
     for (const TensorInfo* t : experts_[m][e].t)
-      if (std::find(out.begin(), out.end(), *t->file) == out.end()) out.push_back(*t->file);
+      if (t && std::find(out.begin(), out.end(), *t->file) == out.end()) out.push_back(*t->file);
     return out;
   }
 
   Status fill(int m, int e, std::span<uint8_t> out) const override {
-    uint64_t at = 0;
-    for (int k = 0; k < 6; ++k) {
-      const TensorInfo* t = experts_[m][e].t[k];
-      if (k % 2 == 1) {
-        if (const void* bad = std::memchr(t->data, kE8M0Invalid, t->nbytes))
-          return error("{}: tensor '{}': MXFP4 scale byte 255 (NaN encoding) at byte {}", *t->file, t->name,
-                       static_cast<const uint8_t*>(bad) - t->data);
-      }
-      std::memcpy(out.data() + at, t->data, t->nbytes);
-      at += t->nbytes;
-    }
+    for (int k = 0; k < 6; ++k)
+      if (const TensorInfo* t = experts_[m][e].t[k]) std::memcpy(out.data() + layout_.offset[k], t->data, t->nbytes);
+    Status s = check_expert_payload(cfg_, layout_, out.data(), layers_[size_t(m)], e);
+    if (!s.ok()) return error("{}: {}", *experts_[m][e].t[0]->file, s.message());
     return {};
   }
 
  private:
   std::vector<std::vector<Expert>> experts_;  // [moe_index][expert]
-  uint64_t bytes_;
+  ModelConfig cfg_;
+  ExpertLayout layout_;
+  std::vector<int> layers_;
 };
 
 class GeneratedPayloads : public ExpertPayloads {
@@ -69,25 +66,28 @@ class GeneratedPayloads : public ExpertPayloads {
 
 Result<std::unique_ptr<ExpertPayloads>> from_checkpoint(const Checkpoint& ck, const ModelConfig& cfg,
                                                         const std::vector<int>& moe_layers) {
+  // Names, dtypes and shapes of every expert tensor are checked here.
   DF_TRY(CheckpointExpertSource::create(ck, cfg).status());
-  static const char* kParts[3] = {"w1", "w2", "w3"};
+  const FamilyEntry& family = family_of(cfg);
+  const ExpertLayout layout = expert_layout(cfg);
   const int E = cfg.moe.num_experts, M = int(moe_layers.size());
   std::vector<std::vector<CheckpointPayloads::Expert>> experts(M, std::vector<CheckpointPayloads::Expert>(E));
-  uint64_t expert_bytes = 0;
   for (int m = 0; m < M; ++m)
     for (int e = 0; e < E; ++e) {
-      uint64_t bytes = 0;
+      const ExpertTensorNames names = family.expert_names(cfg, moe_layers[m], e);
       for (int k = 0; k < 6; ++k) {
-        const TensorInfo* t = ck.find(expert_tensor_name(moe_layers[m], e, kParts[k / 2], k % 2 ? "weight_scale" : "weight_packed"));
-        if (!t) return error("{}: expert tensor missing for layer {} expert {}", ck.dir(), moe_layers[m], e);
+        if (!layout.bytes[k]) continue;
+        // Records run w1 (gate), w2 (down), w3 (up); the names gate, up, down.
+        const int part = k / 2 == 0 ? 0 : k / 2 == 1 ? 2 : 1;
+        const std::string& name = k % 2 ? names.scale[part] : names.weight[part];
+        const TensorInfo* t = ck.find(name);
+        if (!t || t->nbytes != layout.bytes[k])
+          return error("{}: expert tensor '{}' of layer {} expert {} is missing or not {} bytes", ck.dir(), name,
+                       moe_layers[m], e, layout.bytes[k]);
         experts[m][e].t[k] = t;
-        bytes += t->nbytes;
       }
-      if (expert_bytes && bytes != expert_bytes)
-        return error("layer {} expert {}: {} bytes, others {}", moe_layers[m], e, bytes, expert_bytes);
-      expert_bytes = bytes;
     }
-  return std::unique_ptr<ExpertPayloads>(new CheckpointPayloads(std::move(experts), expert_bytes));
+  return std::unique_ptr<ExpertPayloads>(new CheckpointPayloads(std::move(experts), cfg, moe_layers));
 }
 
 Result<std::unique_ptr<ExpertPayloads>> from_generator(const Checkpoint& ck, const std::vector<int>& moe_layers) {

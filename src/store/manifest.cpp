@@ -65,8 +65,9 @@ std::string Manifest::to_json() const {
   if (spine_dtype == "int8") spine["codec"] = "row-i8/f16-scale";
   for (const auto& f : spine_files) spine["files"].push_back(file_json(f, true));
   j["spine"] = spine;
-  j["model"] = {{"num_layers", num_layers}, {"num_experts", num_experts}, {"expert_bytes", expert_bytes},
-                {"span_bytes", span_bytes}, {"align", kSpanAlign}, {"moe_layers", moe_layers}};
+  j["model"] = {{"model_type", model_type},   {"expert_format", expert_format}, {"num_layers", num_layers},
+                {"num_experts", num_experts}, {"expert_bytes", expert_bytes},   {"span_bytes", span_bytes},
+                {"align", kSpanAlign},        {"moe_layers", moe_layers}};
   json drv = json::array();
   for (const auto& d : drives) {
     json dj = {{"root", d.root}, {"rate_mb_s", d.rate_mb_s}, {"packs", json::array()}};
@@ -182,6 +183,12 @@ Result<Manifest> Manifest::parse_contents(const std::string& text, const std::st
       m.spine_files.push_back(s);
     }
     const auto& model = j.at("model");
+    if (m.version >= 3) {
+      m.model_type = model.at("model_type").get<std::string>();
+      m.expert_format = model.at("expert_format").get<std::string>();
+      if (m.expert_format != "mxfp4" && m.expert_format != "bf16" && m.expert_format != "fp8_block")
+        return error("{}: model.expert_format '{}' is not known (mxfp4, bf16, fp8_block)", where, m.expert_format);
+    }
     m.num_layers = model.at("num_layers").get<int>();
     m.num_experts = model.at("num_experts").get<int>();
     m.expert_bytes = model.at("expert_bytes").get<uint64_t>();

@@ -18,7 +18,10 @@ namespace deltafin {
 
 // Version 2 added manifest_xxh3; version 1 manifests (no checksum of their
 // own) are still read, and run/doctor warn about them (docs/design/store-and-read-engine.md).
-constexpr int kManifestVersion = 2;
+// Version 3 added model.model_type and model.expert_format (the layout of a
+// span, model/expert_layout.h); a version 1 or 2 store holds K3's MXFP4
+// experts and is read as before.
+constexpr int kManifestVersion = 3;
 constexpr int kOldestManifestVersion = 1;
 constexpr uint64_t kSpanAlign = 4096;
 constexpr const char* kManifestName = "manifest.json";
@@ -85,7 +88,9 @@ struct Manifest {
   std::vector<StoreFile> spine_files;
   int num_layers = 0;
   int num_experts = 0;           // per MoE layer
-  uint64_t expert_bytes = 0;     // payload: w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale
+  std::string model_type = "kimi_k3";    // config.json's (version 3; older stores: kimi_k3)
+  std::string expert_format = "mxfp4";   // model/expert_layout.h's names (version 3; older stores: mxfp4)
+  uint64_t expert_bytes = 0;     // payload: w1, w1 scales, w2, w2 scales, w3, w3 scales (expert_layout.h)
   uint64_t span_bytes = 0;       // align_up(expert_bytes, kSpanAlign)
   std::vector<int> moe_layers;   // model layer index of each MoE layer, ascending
   std::vector<DriveEntry> drives;

@@ -1,5 +1,7 @@
 #include "store/prepare.h"
 
+#include "model/expert_layout.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -318,10 +320,6 @@ class StorePreparation {
   Status validate_checkpoint() {
     DF_ASSIGN(ck_, Checkpoint::open(o_.model_dir));
     DF_ASSIGN(cfg_, ModelConfig::from_json(ck_->config()));
-    if (cfg_.moe.format != ExpertFormat::Mxfp4)
-      return error("{}: a {} checkpoint cannot be prepared into a store yet: the store's format holds MXFP4 experts "
-                   "only (run the checkpoint in place with --model {})",
-                   o_.model_dir, cfg_.model_type, o_.model_dir);
     DF_TRY(ModelWeights::bind(*ck_, cfg_).status());
     for (int l = 0; l < cfg_.num_layers; ++l)
       if (cfg_.ffn[l] == FfnKind::MoE) moe_layers_.push_back(l);
@@ -710,6 +708,8 @@ class StorePreparation {
     man_.num_layers = cfg_.num_layers;
     man_.num_experts = E_;
     man_.expert_bytes = expert_bytes_;
+    man_.model_type = cfg_.model_type;
+    man_.expert_format = std::string(expert_format_name(cfg_.moe.format));
     man_.span_bytes = span_;
     man_.moe_layers = moe_layers_;
     if (stream_) man_.stream = o_.stream_source;

@@ -103,7 +103,7 @@ Result<StoreModel> open_store_model(const StoreRunOptions& o, int threads, std::
     const uint64_t arena = StoreExpertSource::arena_slots(man, ro.arena_bytes) * man.span_bytes;
     // Per-sequence state: the KDA state plus a 32,768-token MLA cache.
     const MemoryPlan plan = plan_from_config(cfg);
-    DF_ASSIGN(AutoTierSize a, auto_tier_bytes(spine, arena, plan.kda_state_bytes + 32768 * plan.mla_cache_bytes_per_token));
+    DF_ASSIGN(AutoTierSize a, auto_tier_bytes(spine, arena, plan.kda_state_bytes + 32768 * plan.cache_bytes_per_token()));
     ro.ram_tier_bytes = a.bytes;
     auto_line = a.line;
   } else {

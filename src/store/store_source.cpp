@@ -17,12 +17,10 @@ Result<std::unique_ptr<StoreExpertSource>> StoreExpertSource::open(const Manifes
   auto s = std::unique_ptr<StoreExpertSource>(new StoreExpertSource());
   s->man_ = m;
   s->cfg_ = cfg;
-  // Record offsets inside a span: w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale.
-  const uint64_t I = uint64_t(cfg.moe.expert_inter), Lt = uint64_t(cfg.moe.latent);
-  const uint64_t bytes[6] = {I * Lt / 2, I * Lt / 32, Lt * I / 2, Lt * I / 32, I * Lt / 2, I * Lt / 32};
-  uint64_t at = 0;
-  for (int k = 0; k < 6; ++k) s->part_offset_[k] = at, s->part_bytes_[k] = bytes[k], at += bytes[k];
-  if (at != m.expert_bytes) return error("manifest: expert_bytes {} != {} from the config", m.expert_bytes, at);
+  // Record offsets inside a span (model/expert_layout.h).
+  s->layout_ = expert_layout(cfg);
+  if (s->layout_.total != m.expert_bytes)
+    return error("manifest: expert_bytes {} != {} from the config", m.expert_bytes, s->layout_.total);
 
   std::vector<io::DriveSpec> specs;
   for (const auto& d : m.drives) specs.push_back({d.root, d.rate_mb_s});
@@ -339,20 +337,14 @@ Status StoreExpertSource::wait(size_t i) {
     Status s = engine_->wait(handles_[i]);
     waited_[i] = 1;
     DF_TRY(s);
-    static const char* kNames[3] = {"w1", "w2", "w3"};
-    for (int k = 1; k < 6; k += 2)
-      if (const void* bad = std::memchr(base + part_offset_[k], kE8M0Invalid, part_bytes_[k]))
-        return error("layer {} expert {}: {} scales: MXFP4 scale byte 255 (NaN encoding) at byte {}", layer_,
-                     experts_[i], kNames[k / 2], static_cast<const uint8_t*>(bad) - (base + part_offset_[k]));
+    DF_TRY(check_expert_payload(cfg_, layout_, base, layer_, experts_[i]));
     if (held_as_[i] == Held::kArenaToTier && !adopt_) {  // buffers of another size cannot trade places: copy
       std::memcpy(reserved_slot_[i], base, man_.expert_bytes);
       base = reserved_slot_[i];
     }
     verified_[i] = 1;  // only the waiting thread writes its own i; settle() reads it after every wait returned
   }
-  out_[i].w1 = {base + part_offset_[0], base + part_offset_[1]};
-  out_[i].w2 = {base + part_offset_[2], base + part_offset_[3]};
-  out_[i].w3 = {base + part_offset_[4], base + part_offset_[5]};
+  out_[i] = expert_views(layout_, base);
   const auto bytes_in = hit ? begun_ : engine_->bytes_in_at(handles_[i]);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.experts_acquired++;

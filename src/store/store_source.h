@@ -16,6 +16,7 @@
 
 #include "io/aligned_arena.h"
 #include "io/read_engine.h"
+#include "model/expert_layout.h"
 #include "model/expert_source.h"
 #include "store/fetched_log.h"
 #include "store/manifest.h"
@@ -124,7 +125,7 @@ class StoreExpertSource : public ExpertSource {
   bool adopt_ = false;  // tier slots and arena buffers are the same size: claimed guesses trade places, no copy
   std::vector<int> keys_;  // the last begin()'s tier keys, one per request (-1: not in the store)
   void tier_snapshot();  // copies the tier's counters into stats_
-  uint64_t part_offset_[6] = {}, part_bytes_[6] = {};
+  ExpertLayout layout_;  // record offsets inside a span
   // The reads of the last begin(): one handle per expert, in order.
   int layer_ = -1;
   std::vector<int> experts_;
