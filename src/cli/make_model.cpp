@@ -1,12 +1,14 @@
 // `deltafin make-model --preset tiny|small|k3-shaped|k3-full-sparse --out DIR [--seed N]
 //   [--experts-gb N] [--store STORE --drive DIR[:MBPS] ...]
 // `deltafin make-model --preset dspark --target DIR --out DIR [--seed N]`: a DSpark-layout drafter for DIR
+// `deltafin make-model --preset qwen3-moe-tiny|qwen3-tiny|... --out DIR [--seed N] [--expert-format fp8] [--vocab N]`
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "checkpoint/dspark_writer.h"
 #include "checkpoint/make_model.h"
+#include "checkpoint/qwen3_writer.h"
 #include "checkpoint/safetensors.h"
 #include "cli/command.h"
 #include "model/config.h"
@@ -18,6 +20,8 @@ namespace {
 
 struct MakeModelArgs {
   std::string preset, out, store, target;
+  std::string expert_format = "bf16";  // qwen3 presets: bf16 | fp8
+  int vocab = 0;                       // qwen3 presets: vocabulary override
   std::vector<std::string> drives;
   uint64_t seed = 1;
   double experts_gb = 0;
@@ -53,8 +57,27 @@ int run_make_dspark(const MakeModelArgs& a) {
   return 0;
 }
 
+// A Qwen3 / Qwen3-MoE checkpoint in the Hub's layout (checkpoint/qwen3_presets.h).
+int run_make_qwen3(const MakeModelArgs& a) {
+  if (!a.store.empty() || !a.drives.empty() || !a.target.empty() || a.route_skew != 0 || a.route_persist != 0)
+    return fail(fmt::format("--preset {}: --store, --drive, --target, --route-skew and --route-persist do not apply",
+                            a.preset));
+  auto p = find_qwen3_preset(a.preset, Qwen3PresetOptions{a.expert_format, a.vocab, a.experts_gb});
+  if (!p.ok()) return fail(p.message());
+  if (p->name == "qwen3-235b-shaped")
+    std::printf("qwen3-235b-shaped: moe_intermediate_size %d, routed experts %.3f GB (%s)\n", p->moe_inter,
+                double(qwen3_expert_bytes_total(*p)) / 1e9, p->fp8 ? "fp8" : "bf16");
+  if (Status s = write_qwen3_checkpoint(*p, a.out, a.seed); !s.ok()) return fail(s.message());
+  std::printf("wrote %s checkpoint (%s, %d shards, seed %llu) to %s\n", p->name.c_str(), p->fp8 ? "fp8" : "bf16",
+              p->shards, static_cast<unsigned long long>(a.seed), a.out.c_str());
+  return 0;
+}
+
 int run_make_model(const MakeModelArgs& a) {
   if (a.preset == "dspark") return run_make_dspark(a);
+  if (is_qwen3_preset(a.preset)) return run_make_qwen3(a);
+  if (a.expert_format != "bf16" || a.vocab != 0)
+    return fail("--expert-format and --vocab apply to the qwen3 presets only");
   if (!a.target.empty()) return fail("--target goes with --preset dspark");
   auto preset = find_preset(a.preset, a.experts_gb);
   if (preset.ok()) {
@@ -90,11 +113,18 @@ void setup(CLI::App& root) {
   auto args = std::make_shared<MakeModelArgs>();
   auto* cmd = root.add_subcommand("make-model", "Write a test checkpoint in the published K3 layout");
   set_example(cmd, "deltafin make-model --preset tiny --out /tmp/tiny");
-  cmd->add_option("--preset", args->preset, "tiny | small | k3-shaped | k3-full-sparse | dspark (with --target)")->required();
+  cmd->add_option("--preset", args->preset,
+                  "tiny | small | k3-shaped | k3-full-sparse | dspark (with --target) | qwen3-moe-tiny | qwen3-tiny | "
+                  "qwen3-235b-shaped | qwen3-30b-a3b-sparse | qwen3-235b-a22b-sparse | qwen3-coder-480b-a35b-sparse")
+      ->required();
   cmd->add_option("--target", args->target, "dspark: the checkpoint the drafter is sized for");
   cmd->add_option("--out", args->out, "output directory (created if needed)")->required();
   cmd->add_option("--seed", args->seed, "random seed for the weights (default 1)");
-  cmd->add_option("--experts-gb", args->experts_gb, "k3-shaped: total routed-expert size in GB (required; fractions allowed)");
+  cmd->add_option("--experts-gb", args->experts_gb,
+                  "k3-shaped, qwen3-235b-shaped: total routed-expert size in GB (required; fractions allowed)");
+  cmd->add_option("--expert-format", args->expert_format,
+                  "qwen3 presets: bf16 (default) or fp8 (the Hub's -FP8 layout: E4M3 linears with 128x128 scales)");
+  cmd->add_option("--vocab", args->vocab, "qwen3 presets: vocabulary size (default: the preset's)");
   cmd->add_option("--route-skew", args->route_skew,
                   "Popularity skew of the routing: each MoE layer's correction bias gets S x (Exp(1) - ln 2) per "
                   "expert, so a few experts are routed far more often (docs/guide/drives-and-ram-tier.md; 0: uniform)")
