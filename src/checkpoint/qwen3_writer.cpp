@@ -1,5 +1,7 @@
 #include "checkpoint/qwen3_writer.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -157,6 +159,26 @@ std::vector<float> qwen3_linear_values(uint64_t seed, const std::string& weight_
   return values(seed, weight_name, uint64_t(rows * cols), cols, false);
 }
 
+// A metadata-only checkpoint leaves its data as holes, but an FP8 block scale
+// of 0 is invalid (the loader refuses it): the small scale tensors get 1.0.
+static Status write_unit_block_scales(const std::string& path, const std::vector<TensorSpec>& tensors) {
+  const uint64_t data_start = 8 + safetensors_header(tensors).size();
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  if (!f) return error("{}: cannot open to write block scales", path);
+  uint64_t at = data_start;
+  bool ok = true;
+  for (const TensorSpec& t : tensors) {
+    if (t.name.ends_with("_scale_inv")) {
+      const std::vector<float> ones(t.nbytes() / 4, 1.0f);
+      ok = ok && std::fseek(f, long(at), SEEK_SET) == 0 && std::fwrite(ones.data(), 4, ones.size(), f) == ones.size();
+    }
+    at += t.nbytes();
+  }
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) return error("{}: cannot write block scales", path);
+  return {};
+}
+
 void fill_qwen3_tensor(const Qwen3Preset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
   const bool is_scale = ends_with(t.name, kScaleSuffix);
   if (t.dtype == DType::F8_E4M3 || is_scale) {
@@ -193,6 +215,7 @@ Status write_qwen3_checkpoint(const Qwen3Preset& p, const std::string& out_dir, 
   for (int s = 0; s < n; ++s) {
     const fs::path path = dir / names[s], tmp = dir / (names[s] + ".tmp");
     DF_TRY(write_safetensors(tmp.string(), shards[s], fill));
+    if (p.sparse) DF_TRY(write_unit_block_scales(tmp.string(), shards[s]));
     fs::rename(tmp, path, ec);
     if (ec) return error("{}: cannot rename to {}: {}", tmp.string(), path.string(), ec.message());
   }
