@@ -48,6 +48,11 @@ struct GqaConfig {
   int head_dim = 0;
   double rope_theta = 0;
   bool qk_norm = false;
+  // Per rotated pair i < head_dim/2: the angle's frequency, theta^(-2i/d)
+  // or YaRN's blend of it with theta^(-2i/d) / factor; cos and sin are
+  // scaled by attention_factor (1 without YaRN). Set by the family parser.
+  std::vector<double> inv_freq;
+  double attention_factor = 1.0;
   int q_dim() const { return heads * head_dim; }
   int kv_dim() const { return kv_heads * head_dim; }
 };

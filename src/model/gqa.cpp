@@ -18,15 +18,14 @@ namespace deltafin::layers {
 
 namespace {
 
-// cos and sin of position `pos` for each rotated pair, angles in double:
-// angle_i = pos * theta^(-2i / head_dim).
+// cos and sin of position `pos` for each rotated pair, in double, times the
+// attention factor (YaRN's; 1 otherwise): angle_i = pos * inv_freq_i.
 void rope_angles(const GqaConfig& g, int64_t pos, float* cos_out, float* sin_out) {
   const size_t half = size_t(g.head_dim) / 2;
   for (size_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(g.rope_theta, -double(2 * i) / double(g.head_dim));
-    const double a = double(pos) * inv_freq;
-    cos_out[i] = float(std::cos(a));
-    sin_out[i] = float(std::sin(a));
+    const double a = double(pos) * g.inv_freq[i];
+    cos_out[i] = float(std::cos(a) * g.attention_factor);
+    sin_out[i] = float(std::sin(a) * g.attention_factor);
   }
 }
 

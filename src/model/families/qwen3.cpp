@@ -5,6 +5,9 @@
 // embeddings (the LM head is the embedding matrix) and an FP8 spine (the
 // Hub's -FP8 repositories: e4m3 weights with 128 x 128 block scales).
 // Tensor names are the Hub's (model.layers.N.self_attn.q_proj.weight, ...).
+#include <algorithm>
+#include <cmath>
+
 #include "model/config_reader.h"
 #include "model/families/families.h"
 #include "model/weight_binder.h"
@@ -35,6 +38,57 @@ Status parse_quantization(ConfigReader& r, ModelConfig& c) {
   return {};
 }
 
+// RoPE frequencies, with YaRN when rope_scaling asks for it (transformers'
+// _compute_yarn_parameters: a ramp between interpolated and extrapolated
+// frequencies over the pairs whose wavelengths fall between the
+// beta_fast and beta_slow rotations within the original context, and
+// cos/sin scaled by the attention factor).
+Status parse_rope(ConfigReader& r, int max_positions, GqaConfig& g) {
+  const int half = g.head_dim / 2;
+  const double theta = g.rope_theta, dim = g.head_dim;
+  g.inv_freq.resize(size_t(half));
+  for (int i = 0; i < half; ++i) g.inv_freq[size_t(i)] = std::pow(theta, -double(2 * i) / dim);
+  g.attention_factor = 1.0;
+  if (!r.has("rope_scaling")) return {};
+  const nlohmann::json* rs = r.field("rope_scaling");
+  if (!rs->is_object()) return error("config.json: rope_scaling must be an object or null");
+  ConfigReader y{*rs, "rope_scaling.", {}};
+  const std::string type = rs->value("rope_type", rs->value("type", std::string("default")));
+  if (type == "default") return {};
+  if (type != "yarn")
+    return error("config.json: rope_scaling type \"{}\" is not supported (supported: \"yarn\")", type);
+  const double factor = y.number("factor");
+  const double orig = y.opt_number("original_max_position_embeddings", double(max_positions));
+  const double beta_fast = y.opt_number("beta_fast", 32), beta_slow = y.opt_number("beta_slow", 1);
+  const bool truncate = y.opt_bool("truncate", true);
+  DF_TRY(y.status);
+  if (!(factor >= 1)) return error("config.json: rope_scaling.factor must be at least 1");
+  if (!(orig > 0)) return error("config.json: rope_scaling.original_max_position_embeddings must be positive");
+  auto mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+  if (y.has("attention_factor")) {
+    g.attention_factor = y.opt_number("attention_factor", 1.0);
+  } else if (y.has("mscale") && y.has("mscale_all_dim")) {
+    g.attention_factor = mscale(factor, y.opt_number("mscale", 1)) / mscale(factor, y.opt_number("mscale_all_dim", 1));
+  } else {
+    g.attention_factor = mscale(factor, 1.0);
+  }
+  DF_TRY(y.status);
+  const double kPi = 3.14159265358979323846;
+  auto corr_dim = [&](double rotations) {
+    return dim * std::log(orig / (rotations * 2 * kPi)) / (2 * std::log(theta));
+  };
+  double low = corr_dim(beta_fast), high = corr_dim(beta_slow);
+  if (truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0), high = std::min(high, dim - 1);
+  if (low == high) high += 0.001;
+  for (int i = 0; i < half; ++i) {
+    const double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+    const double extrapolate = 1 - ramp, base = g.inv_freq[size_t(i)];
+    g.inv_freq[size_t(i)] = (base / factor) * (1 - extrapolate) + base * extrapolate;
+  }
+  return {};
+}
+
 }  // namespace
 
 Status parse_qwen3_common(const nlohmann::json& root, ModelConfig& c) {
@@ -59,12 +113,11 @@ Status parse_qwen3_common(const nlohmann::json& root, ModelConfig& c) {
     r.status = error("config.json: attention_bias true is not supported (Qwen3 publishes false)");
   if (r.opt_bool("use_sliding_window", false))
     r.status = error("config.json: use_sliding_window true is not supported (Qwen3 publishes false)");
-  if (r.has("rope_scaling"))
-    r.status = error("config.json: rope_scaling (YaRN) is not supported yet; remove it to run at the native context");
   c.bos_id = r.opt_int("bos_token_id", -1);
   c.eos_id = r.opt_int("eos_token_id", -1);
   DF_TRY(r.status);
   DF_TRY(parse_quantization(r, c));
+  DF_TRY(parse_rope(r, r.opt_int("max_position_embeddings", 32768), c.gqa));
   if (c.gqa.heads % c.gqa.kv_heads)
     return error("config.json: num_attention_heads {} is not a multiple of num_key_value_heads {}", c.gqa.heads,
                  c.gqa.kv_heads);

@@ -24,3 +24,19 @@ for spec in qwen3-moe-tiny:bf16 qwen3-moe-tiny:fp8 qwen3-tiny:bf16; do
     rm -rf "${T:?}/$name"
   done
 done
+# YaRN: the seed-1 MoE checkpoint under rope_scaling (factor 4, original context 64).
+name=qwen3-moe-tiny-bf16-yarn-s1
+"$BIN" make-model --preset qwen3-moe-tiny --seed 1 --out "$T/$name" > /dev/null
+overrides='{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}}'
+/usr/bin/python3 - "$T/$name/config.json" "$overrides" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1])); cfg.update(json.loads(sys.argv[2]))
+json.dump(cfg, open(sys.argv[1], "w"), indent=2)
+PY
+/usr/bin/python3 "$SRC/tools/reference/qwen3_golden.py" "$T/$name" "$OUT/$name" --seed 1
+/usr/bin/python3 - "$OUT/$name.json" "$overrides" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1])); doc["config_overrides"] = json.loads(sys.argv[2])
+json.dump(doc, open(sys.argv[1], "w"), indent=1)
+PY
+rm -rf "${T:?}/$name"
