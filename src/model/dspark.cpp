@@ -6,6 +6,7 @@
 
 #include "kernels/matmul.h"
 #include "model/matrix_ops.h"
+#include "model/rope.h"
 
 namespace deltafin {
 
@@ -32,31 +33,11 @@ struct Bind {
   }
 };
 
-// YaRN's mscale(f, m): 1 for f <= 1, else 0.1 m ln f + 1.
-double yarn_mscale(double factor, double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; }
-
-// Inverse frequencies of the P/2 rotated pairs: the original frequency for
-// fast pairs, interpolated by the factor for slow ones, a linear ramp between
-// the correction dimensions of beta_fast and beta_slow.
+// DSpark's rotated pairs: the shared RoPE frequencies (model/rope.h), in fp32.
 std::vector<float> yarn_inv_freq(const DsparkConfig& c) {
-  const int dim = c.qk_rope_dim, half = dim / 2;
-  std::vector<float> inv(static_cast<size_t>(half));
-  if (c.yarn_factor <= 1 || c.original_max_positions <= 0) {
-    for (int i = 0; i < half; ++i) inv[size_t(i)] = float(std::pow(c.rope_theta, -2.0 * i / dim));
-    return inv;
-  }
-  auto corr = [&](double rot) {
-    return dim * std::log(double(c.original_max_positions) / (rot * 2 * std::numbers::pi)) / (2 * std::log(c.rope_theta));
-  };
-  const double low = std::max(std::floor(corr(c.beta_fast)), 0.0);
-  double high = std::min(std::ceil(corr(c.beta_slow)), double(dim - 1));
-  if (high == low) high += 0.001;
-  for (int i = 0; i < half; ++i) {
-    const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
-    const double extra = std::pow(c.rope_theta, -2.0 * i / dim);
-    inv[size_t(i)] = float(extra * (1 - ramp) + extra / c.yarn_factor * ramp);
-  }
-  return inv;
+  const YarnParams yarn{c.yarn_factor, double(c.original_max_positions), c.beta_fast, c.beta_slow, true};
+  const std::vector<double> inv = rope_inv_freq(c.rope_theta, c.qk_rope_dim, &yarn);
+  return std::vector<float>(inv.begin(), inv.end());
 }
 
 // RMSNorm as a BF16 module computes it: fp32 statistics, the normalised row

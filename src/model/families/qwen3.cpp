@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "model/config_reader.h"
+#include "model/rope.h"
 #include "model/families/families.h"
 #include "model/weight_binder.h"
 
@@ -38,16 +39,10 @@ Status parse_quantization(ConfigReader& r, ModelConfig& c) {
   return {};
 }
 
-// RoPE frequencies, with YaRN when rope_scaling asks for it (transformers'
-// _compute_yarn_parameters: a ramp between interpolated and extrapolated
-// frequencies over the pairs whose wavelengths fall between the
-// beta_fast and beta_slow rotations within the original context, and
-// cos/sin scaled by the attention factor).
+// RoPE frequencies, with YaRN when rope_scaling asks for it (model/rope.h;
+// the attention factor as transformers' _compute_yarn_parameters sets it).
 Status parse_rope(ConfigReader& r, int max_positions, GqaConfig& g) {
-  const int half = g.head_dim / 2;
-  const double theta = g.rope_theta, dim = g.head_dim;
-  g.inv_freq.resize(size_t(half));
-  for (int i = 0; i < half; ++i) g.inv_freq[size_t(i)] = std::pow(theta, -double(2 * i) / dim);
+  g.inv_freq = rope_inv_freq(g.rope_theta, g.head_dim, nullptr);
   g.attention_factor = 1.0;
   if (!r.has("rope_scaling")) return {};
   const nlohmann::json* rs = r.field("rope_scaling");
@@ -57,35 +52,25 @@ Status parse_rope(ConfigReader& r, int max_positions, GqaConfig& g) {
   if (type == "default") return {};
   if (type != "yarn")
     return error("config.json: rope_scaling type \"{}\" is not supported (supported: \"yarn\")", type);
-  const double factor = y.number("factor");
-  const double orig = y.opt_number("original_max_position_embeddings", double(max_positions));
-  const double beta_fast = y.opt_number("beta_fast", 32), beta_slow = y.opt_number("beta_slow", 1);
-  const bool truncate = y.opt_bool("truncate", true);
+  YarnParams yarn;
+  yarn.factor = y.number("factor");
+  yarn.original_max_positions = y.opt_number("original_max_position_embeddings", double(max_positions));
+  yarn.beta_fast = y.opt_number("beta_fast", 32);
+  yarn.beta_slow = y.opt_number("beta_slow", 1);
+  yarn.truncate = y.opt_bool("truncate", true);
   DF_TRY(y.status);
-  if (!(factor >= 1)) return error("config.json: rope_scaling.factor must be at least 1");
-  if (!(orig > 0)) return error("config.json: rope_scaling.original_max_position_embeddings must be positive");
-  auto mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
-  if (y.has("attention_factor")) {
+  if (!(yarn.factor >= 1)) return error("config.json: rope_scaling.factor must be at least 1");
+  if (!(yarn.original_max_positions > 0))
+    return error("config.json: rope_scaling.original_max_position_embeddings must be positive");
+  if (y.has("attention_factor"))
     g.attention_factor = y.opt_number("attention_factor", 1.0);
-  } else if (y.has("mscale") && y.has("mscale_all_dim")) {
-    g.attention_factor = mscale(factor, y.opt_number("mscale", 1)) / mscale(factor, y.opt_number("mscale_all_dim", 1));
-  } else {
-    g.attention_factor = mscale(factor, 1.0);
-  }
+  else if (y.has("mscale") && y.has("mscale_all_dim"))
+    g.attention_factor = yarn_mscale(yarn.factor, y.opt_number("mscale", 1)) /
+                         yarn_mscale(yarn.factor, y.opt_number("mscale_all_dim", 1));
+  else
+    g.attention_factor = yarn_mscale(yarn.factor, 1.0);
   DF_TRY(y.status);
-  const double kPi = 3.14159265358979323846;
-  auto corr_dim = [&](double rotations) {
-    return dim * std::log(orig / (rotations * 2 * kPi)) / (2 * std::log(theta));
-  };
-  double low = corr_dim(beta_fast), high = corr_dim(beta_slow);
-  if (truncate) low = std::floor(low), high = std::ceil(high);
-  low = std::max(low, 0.0), high = std::min(high, dim - 1);
-  if (low == high) high += 0.001;
-  for (int i = 0; i < half; ++i) {
-    const double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
-    const double extrapolate = 1 - ramp, base = g.inv_freq[size_t(i)];
-    g.inv_freq[size_t(i)] = (base / factor) * (1 - extrapolate) + base * extrapolate;
-  }
+  g.inv_freq = rope_inv_freq(g.rope_theta, g.head_dim, &yarn);
   return {};
 }
 
