@@ -18,6 +18,8 @@
 #include "hub/http.h"
 #include "hub/hub_api.h"
 #include "hub/retry.h"
+#include "model/expert_layout.h"
+#include "model/families/families.h"
 #include "model/weights.h"
 
 namespace deltafin::hub {
@@ -51,17 +53,27 @@ class HubExpertFetcher : public RemoteExperts {
     for (auto& [k, fd] : fds_) ::close(fd);
   }
 
-  // The payload's pieces (w1.packed, w1.scale, w2.., w3..), adjacent ones merged.
-  Result<std::vector<Piece>> pieces(int mi, int e, std::vector<std::pair<uint64_t, uint64_t>>* scales) const {
-    static const char* kParts[3] = {"w1", "w2", "w3"};
+  // The model the headers describe (its family names the expert tensors).
+  Status load_config() {
+    DF_ASSIGN(cfg_, ModelConfig::from_json(headers_->config()));
+    layout_ = expert_layout(cfg_);
+    return {};
+  }
+
+  // The payload's pieces in the span's record order (model/expert_layout.h),
+  // adjacent ones merged.
+  Result<std::vector<Piece>> pieces(int mi, int e) const {
+    const ExpertTensorNames names = family_of(cfg_).expert_names(cfg_, man_.moe_layers[size_t(mi)], e);
     std::vector<Piece> out;
     uint64_t at = 0;
     for (int k = 0; k < 6; ++k) {
-      const std::string name = expert_tensor_name(man_.moe_layers[size_t(mi)], e, kParts[k / 2],
-                                                  k % 2 ? "weight_scale" : "weight_packed");
+      if (!layout_.bytes[k]) continue;
+      const int part = k / 2 == 0 ? 0 : k / 2 == 1 ? 2 : 1;  // records w1, w2, w3 = gate, down, up
+      const std::string& name = k % 2 ? names.scale[part] : names.weight[part];
       const TensorInfo* t = headers_->find(name);
       if (!t) return error("tensor {} is not in the checkpoint's headers ({})", name, headers_->dir());
-      if (k % 2) scales->push_back({at, t->nbytes});
+      if (t->nbytes != layout_.bytes[k])
+        return error("tensor {}: {} bytes in the headers, {} from the config", name, t->nbytes, layout_.bytes[k]);
       const std::string file = fs::path(*t->file).filename().string();
       if (!out.empty() && out.back().file == file && out.back().offset + out.back().bytes == t->file_offset)
         out.back().bytes += t->nbytes;
@@ -129,8 +141,7 @@ class HubExpertFetcher : public RemoteExperts {
 
  private:
   Status fetch_one(HttpClient& http, int mi, int e, std::vector<uint8_t>& payload) {
-    std::vector<std::pair<uint64_t, uint64_t>> scales;
-    DF_ASSIGN(std::vector<Piece> ps, pieces(mi, e, &scales));
+    DF_ASSIGN(std::vector<Piece> ps, pieces(mi, e));
     for (const Piece& p : ps) {
       const std::string url = api_.file_url(man_.stream->commit, p.file);
       uint64_t got = 0;  // bytes of the piece in the payload: a retry asks for the rest
@@ -152,10 +163,8 @@ class HubExpertFetcher : public RemoteExperts {
         return error("{}{}; {} of the piece's {} bytes arrived", st.message(), gave_up_note(used), got, p.bytes);
       DF_TRY(st);
     }
-    for (const auto& [at, bytes] : scales)
-      if (const void* bad = std::memchr(payload.data() + at, kE8M0Invalid, bytes))
-        return error("MXFP4 scale byte 255 (NaN encoding) at byte {} of the fetched payload; nothing was written",
-                     static_cast<const uint8_t*>(bad) - payload.data());
+    if (Status bad = check_expert_payload(cfg_, layout_, payload.data(), man_.moe_layers[size_t(mi)], e); !bad.ok())
+      return error("{} in the fetched payload; nothing was written", bad.message());
     const ExpertEntry& x = man_.experts[size_t(mi) * man_.num_experts + e];
     for (const Placement& pl : x.at) {
       DF_ASSIGN(int fd, pack_fd(pl.drive, pl.file));
@@ -187,6 +196,8 @@ class HubExpertFetcher : public RemoteExperts {
   Manifest man_;
   std::string store_;
   std::unique_ptr<Checkpoint> headers_;
+  ModelConfig cfg_;
+  ExpertLayout layout_;
   HubApi api_;
   RetryPolicy retry_;
   std::mutex log_mu_;  // one retry line at a time
@@ -215,13 +226,10 @@ Result<std::shared_ptr<RemoteExperts>> open_expert_fetcher(const Manifest& m, co
   auto retry = retry_policy_from_env(RetryPolicy{});
   if (!retry.ok()) return retry.status().with_context("a streamed store's fetch settings");
   auto f = std::make_shared<HubExpertFetcher>(m, store_dir, std::move(*ck), token, *retry);
+  DF_TRY(f->load_config().with_context("a streamed store's checkpoint headers"));
   // Every expert must be located before the first token, not at its first use.
-  std::vector<std::pair<uint64_t, uint64_t>> scales;
   for (size_t mi = 0; mi < m.moe_layers.size(); ++mi)
-    for (int e = 0; e < m.num_experts; ++e) {
-      scales.clear();
-      DF_TRY(f->pieces(int(mi), e, &scales).status());
-    }
+    for (int e = 0; e < m.num_experts; ++e) DF_TRY(f->pieces(int(mi), e).status());
   return std::shared_ptr<RemoteExperts>(std::move(f));
 }
 

@@ -141,7 +141,8 @@ Result<CheckpointSizes> sizes_from_header(const std::string& header_json, const 
     s.tensors += b - a;
     if (name.find(".experts.") != std::string::npos) {
       s.expert_bytes += b - a;
-      if (name.ends_with(".w1.weight_packed")) ++s.experts;
+      // One tensor per expert counts it: K3's packed gate, the Hub families' gate weight.
+      if (name.ends_with(".w1.weight_packed") || name.ends_with(".gate_proj.weight")) ++s.experts;
     }
   }
   return s;

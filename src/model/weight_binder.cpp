@@ -7,13 +7,14 @@
 
 namespace deltafin {
 
-Result<const float*> fp8_block_scales(const Checkpoint& ck, const std::string& scale_name, int rows, int cols) {
+Result<const float*> fp8_block_scales(const Checkpoint& ck, const std::string& scale_name, int rows, int cols,
+                                      bool check_values) {
   const int64_t br = (rows + kFp8Block - 1) / kFp8Block, bc = (cols + kFp8Block - 1) / kFp8Block;
   DF_ASSIGN(const TensorInfo* s, ck.require(scale_name, DType::F32, {br, bc}));
   if (reinterpret_cast<uintptr_t>(s->data) % alignof(float) != 0)
     return error("{}: tensor '{}': F32 data at an unaligned byte offset", *s->file, scale_name);
   const float* sc = reinterpret_cast<const float*>(s->data);
-  for (int64_t i = 0; i < br * bc; ++i) {
+  for (int64_t i = 0; check_values && i < br * bc; ++i) {
     float f;
     std::memcpy(&f, sc + i, 4);
     if (!std::isfinite(f) || f <= 0.0f)
@@ -35,7 +36,7 @@ Result<Matrix> Binder::matrix(const std::string& name, int rows, int cols, bool 
     if (reinterpret_cast<uintptr_t>(s->data) % alignof(uint16_t) != 0)
       return error("{}: tensor '{}': F16 data at an odd byte offset", *s->file, sn);
     const uint16_t* sc = reinterpret_cast<const uint16_t*>(s->data);
-    for (int r = 0; r < rows; ++r) {
+    for (int r = 0; check_values && r < rows; ++r) {
       uint16_t h;
       std::memcpy(&h, sc + r, 2);
       const float f = f16_to_f32(h);
@@ -51,7 +52,7 @@ Result<Matrix> Binder::matrix(const std::string& name, int rows, int cols, bool 
   }
   if (found && found->dtype == DType::F8_E4M3) {
     DF_ASSIGN(const TensorInfo* t, ck.require(name, DType::F8_E4M3, {rows, cols}));
-    DF_ASSIGN(m.block_scales, fp8_block_scales(ck, name + "_scale_inv", rows, cols));
+    DF_ASSIGN(m.block_scales, fp8_block_scales(ck, name + "_scale_inv", rows, cols, check_values));
     m.dtype = DType::F8_E4M3;
     m.data = t->data;
     m.name = &t->name;

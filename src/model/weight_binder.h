@@ -12,6 +12,7 @@ namespace deltafin {
 
 struct Binder {
   const Checkpoint& ck;
+  bool check_values = true;  // false: names, dtypes and shapes only (scales not read)
   size_t int8_matrices = 0;
 
   // BF16; row-int8 (I8 plus its F16 [rows] scale tensor) when `int8_ok`; or
@@ -23,6 +24,7 @@ struct Binder {
 
 // FP8 block scales of `scale_name` for a [rows, cols] weight: F32
 // [ceil(rows/128), ceil(cols/128)], each finite and > 0.
-Result<const float*> fp8_block_scales(const Checkpoint& ck, const std::string& scale_name, int rows, int cols);
+Result<const float*> fp8_block_scales(const Checkpoint& ck, const std::string& scale_name, int rows, int cols,
+                                      bool check_values = true);
 
 }  // namespace deltafin

@@ -32,8 +32,8 @@ void Matrix::row_f32(size_t r, float* out) const {
   }
 }
 
-Result<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& c) {
-  return family_of(c).bind(ck, c);
+Result<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& c, bool check_values) {
+  return family_of(c).bind(ck, c, check_values);
 }
 
 }  // namespace deltafin

@@ -66,7 +66,9 @@ struct ModelWeights {
   std::vector<float> final_norm, out_res_norm, out_res_proj;
   std::vector<LayerWeights> layers;
 
-  static Result<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg);
+  // check_values = false checks names, dtypes and shapes only (a checkpoint
+  // whose shard data is not downloaded yet: setup streams it to prepare).
+  static Result<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg, bool check_values = true);
 };
 
 // Name of a routed expert tensor: part is "w1"/"w2"/"w3", kind "weight_packed"/"weight_scale".

@@ -320,7 +320,9 @@ class StorePreparation {
   Status validate_checkpoint() {
     DF_ASSIGN(ck_, Checkpoint::open(o_.model_dir));
     DF_ASSIGN(cfg_, ModelConfig::from_json(ck_->config()));
-    DF_TRY(ModelWeights::bind(*ck_, cfg_).status());
+    // Shards that setup has not downloaded yet read as zeros: their values are
+    // checked when the store's spine is opened, here only names and shapes.
+    DF_TRY(ModelWeights::bind(*ck_, cfg_, /*check_values=*/o_.shards == nullptr).status());
     for (int l = 0; l < cfg_.num_layers; ++l)
       if (cfg_.ffn[l] == FfnKind::MoE) moe_layers_.push_back(l);
     E_ = cfg_.moe.num_experts, M_ = int(moe_layers_.size());

@@ -25,7 +25,7 @@ struct FamilyEntry {
   const char* model_type;
   Family family;
   Result<ModelConfig> (*parse)(const nlohmann::json& root);
-  Result<ModelWeights> (*bind)(const Checkpoint& ck, const ModelConfig& cfg);
+  Result<ModelWeights> (*bind)(const Checkpoint& ck, const ModelConfig& cfg, bool check_values);
   ExpertTensorNames (*expert_names)(const ModelConfig& cfg, int layer, int expert);
 };
 
@@ -34,11 +34,11 @@ const FamilyEntry& family_of(const ModelConfig& cfg);
 
 // The family files' entry points.
 Result<ModelConfig> parse_kimi_k3(const nlohmann::json& root);
-Result<ModelWeights> bind_kimi_k3(const Checkpoint& ck, const ModelConfig& cfg);
+Result<ModelWeights> bind_kimi_k3(const Checkpoint& ck, const ModelConfig& cfg, bool check_values);
 ExpertTensorNames kimi_k3_expert_names(const ModelConfig& cfg, int layer, int expert);
 Result<ModelConfig> parse_qwen3(const nlohmann::json& root);
 Result<ModelConfig> parse_qwen3_moe(const nlohmann::json& root);
-Result<ModelWeights> bind_qwen3(const Checkpoint& ck, const ModelConfig& cfg);
+Result<ModelWeights> bind_qwen3(const Checkpoint& ck, const ModelConfig& cfg, bool check_values);
 ExpertTensorNames qwen3_expert_names(const ModelConfig& cfg, int layer, int expert);
 
 // Shared by qwen3.cpp and qwen3_moe.cpp: the dense Qwen3 fields of `root`

@@ -211,8 +211,8 @@ ExpertTensorNames kimi_k3_expert_names(const ModelConfig&, int layer, int expert
   return n;
 }
 
-Result<ModelWeights> bind_kimi_k3(const Checkpoint& ck, const ModelConfig& c) {
-  Binder b{ck};
+Result<ModelWeights> bind_kimi_k3(const Checkpoint& ck, const ModelConfig& c, bool check_values) {
+  Binder b{ck, check_values};
   ModelWeights w;
   const int H = c.hidden;
   DF_ASSIGN(w.embed, b.matrix("language_model.model.embed_tokens.weight", c.vocab, H, /*int8_ok=*/false));

@@ -122,8 +122,8 @@ Result<ModelConfig> parse_qwen3(const nlohmann::json& root) {
   return c;
 }
 
-Result<ModelWeights> bind_qwen3(const Checkpoint& ck, const ModelConfig& c) {
-  Binder b{ck};
+Result<ModelWeights> bind_qwen3(const Checkpoint& ck, const ModelConfig& c, bool check_values) {
+  Binder b{ck, check_values};
   ModelWeights w;
   const int H = c.hidden, D = c.gqa.head_dim;
   DF_ASSIGN(w.embed, b.matrix("model.embed_tokens.weight", c.vocab, H, /*int8_ok=*/false));
