@@ -64,7 +64,14 @@ TEST(StoreManifest, OwnChecksumCoversEveryByte) {
   ASSERT_TRUE(v1.ok()) << v1.message();
   EXPECT_FALSE(v1->sealed);
   EXPECT_EQ(v1->version, 1);
-  // The version 1 store is written back as version 2, sealed.
+  // A store from before version 3 has no model type or expert format: it holds K3's MXFP4 experts.
+  j["model"].erase("model_type");
+  j["model"].erase("expert_format");
+  auto old_store = Manifest::parse(j.dump(1), "t");
+  ASSERT_TRUE(old_store.ok()) << old_store.message();
+  EXPECT_EQ(old_store->model_type, "kimi_k3");
+  EXPECT_EQ(old_store->expert_format, "mxfp4");
+  // The version 1 store is written back in the current version, sealed.
   auto again = Manifest::parse(v1->to_json(), "t");
   ASSERT_TRUE(again.ok()) << again.message();
   EXPECT_TRUE(again->sealed);
@@ -109,10 +116,10 @@ TEST(StoreManifest, RejectsInconsistentPlacements) {
   expect_error(m, "experts[0].at[0][0] (layer 1 expert 0) and experts[0].at[1][0] (layer 1 expert 1) overlap");
   EXPECT_FALSE(Manifest::parse("{\"format\": \"deltafin-store\"}", "t").ok());
   std::string text = sample().to_json();
-  text.replace(text.find("\"version\": 2"), 12, "\"version\": 3");
-  auto v3 = Manifest::parse_contents(text, "t");
-  ASSERT_FALSE(v3.ok());
-  EXPECT_NE(v3.message().find("manifest version 3 is not supported"), std::string::npos) << v3.message();
+  text.replace(text.find("\"version\": 3"), 12, "\"version\": 4");
+  auto v4 = Manifest::parse_contents(text, "t");
+  ASSERT_FALSE(v4.ok());
+  EXPECT_NE(v4.message().find("manifest version 4 is not supported"), std::string::npos) << v4.message();
   EXPECT_FALSE(Manifest::parse("[", "t").ok());
 }
 
