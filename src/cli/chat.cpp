@@ -1,7 +1,8 @@
 // `deltafin chat`: an interactive chat at a terminal, or a conversation
 // driven line by line through stdin. The conversation is re-rendered with
-// K3's template every turn and the model state of the previous turn is
-// reused where the rendering extends it (generate/conversation_state.h), so a
+// the checkpoint's chat format (K3's template, or its own:
+// tokenizer/chat_format.h) every turn and the model state of the previous
+// turn is reused where the rendering extends it (generate/conversation_state.h), so a
 // turn prefills only what is new; the answer is parsed into reasoning and
 // text by the server's output filter and shown by cli/chat_display.h.
 #include <signal.h>
@@ -28,10 +29,10 @@
 #include "generate/drafter_open.h"
 #include "hub/expert_fetcher.h"
 #include "model/model.h"
-#include "server/output_filter.h"
+#include "server/chat_output.h"
 #include "store/fs_util.h"
 #include "store/store_run.h"
-#include "tokenizer/chat.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deltafin::cli {
@@ -102,8 +103,10 @@ const char kHelp[] =
 
 class Chat {
  public:
-  Chat(const ChatArgs& a, Model& model, tokenizer::Tokenizer tok, Drafter* drafter, bool terminal)
-      : a_(a), model_(model), tok_(std::move(tok)), drafter_(drafter), terminal_(terminal), state_(model) {
+  Chat(const ChatArgs& a, Model& model, tokenizer::Tokenizer tok, tokenizer::ChatFormat format, Drafter* drafter,
+       bool terminal)
+      : a_(a), model_(model), tok_(std::move(tok)), format_(std::move(format)), drafter_(drafter), terminal_(terminal),
+        state_(model) {
     options_.thinking = !a.no_thinking;
     options_.thinking_effort = a.thinking_effort;
     reset();
@@ -205,10 +208,12 @@ class Chat {
   Status turn(const std::string& text) {
     ojson messages = messages_;
     messages.push_back({{"role", "user"}, {"content", text}});
-    DF_ASSIGN(std::vector<uint32_t> rendered, tokenizer::encode_chat(tok_, messages, options_));
+    DF_ASSIGN(std::vector<uint32_t> rendered, format_.encode(tok_, messages, options_));
     const std::vector<int32_t> ids(rendered.begin(), rendered.end());
-    DF_ASSIGN(std::vector<uint32_t> stops, tokenizer::chat_stop_ids(tok_));
-    DF_ASSIGN(server::OutputFilter filter, server::OutputFilter::create(tok_, /*chat=*/true, options_.thinking));
+    DF_ASSIGN(std::vector<uint32_t> stops, format_.stop_ids(tok_));
+    const bool thinking = format_.prompt_in_thinking(tok_, ids, options_.thinking);
+    DF_ASSIGN(server::ChatOutput filter,
+              server::ChatOutput::create(tok_, format_.family(), /*chat=*/true, thinking));
     ChatPrinter printer(stdout, terminal_, !a_.no_thinking_display);
 
     GenerateOptions g;
@@ -286,6 +291,7 @@ class Chat {
   ChatArgs a_;  // a copy: /set changes it
   Model& model_;
   tokenizer::Tokenizer tok_;
+  tokenizer::ChatFormat format_;  // K3 or the checkpoint's own template
   Drafter* drafter_;
   bool terminal_;
   tokenizer::ChatOptions options_;
@@ -306,6 +312,8 @@ int run_chat(const ChatArgs& a) {
   if (tok->vocab_size() > uint32_t(model.config().vocab))
     return fail(fmt::format("{}: the tokenizer has {} ids but the model's vocabulary is {}", dir, tok->vocab_size(),
                             model.config().vocab));
+  auto format = tokenizer::ChatFormat::from_checkpoint_dir(dir);
+  if (!format.ok()) return fail(format.message());
   const std::string source_dir = sm.source ? sm.source->manifest().source_dir : "";
   auto choice = open_drafter(a.draft, model, drafter_candidates(a.model_dir, a.store.store, source_dir), a.threads);
   if (!choice.ok()) return fail(choice.message());
@@ -316,7 +324,7 @@ int run_chat(const ChatArgs& a) {
   g_terminal = terminal;
   int rc = 0;
   {
-    Chat chat(a, model, std::move(tok).value(), choice->drafter.get(), terminal);
+    Chat chat(a, model, std::move(tok).value(), std::move(format).value(), choice->drafter.get(), terminal);
     SigintGuard sigint;
     auto reader = open_line_reader(terminal, &g_stop);
     rc = chat.loop(*reader);

@@ -83,8 +83,9 @@ Result<PromptTokens> resolve_prompt(const PromptInput& in, const Model& model) {
   if (in.chat) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     messages.push_back({{"role", "user"}, {"content", in.text}});
-    DF_ASSIGN(auto ids, tokenizer::encode_chat(*tok, messages));
-    DF_ASSIGN(auto stops, tokenizer::chat_stop_ids(*tok));
+    DF_ASSIGN(out.chat_format, tokenizer::ChatFormat::from_checkpoint_dir(dir));
+    DF_ASSIGN(auto ids, out.chat_format.encode(*tok, messages, tokenizer::ChatOptions{}));
+    DF_ASSIGN(auto stops, out.chat_format.stop_ids(*tok));
     out.ids = to_i32(ids);
     out.stop_ids = to_i32(stops);
   } else {

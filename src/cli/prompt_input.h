@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "model/model.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deltafin::cli {
@@ -28,6 +29,8 @@ struct PromptTokens {
   // answer with it into reasoning and text (cli/chat_display.h).
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
   bool chat = false;  // rendered as a chat turn (--chat)
+  // --chat with a tokenizer: the checkpoint's chat format (K3 or its own template).
+  tokenizer::ChatFormat chat_format;
 };
 
 void add_prompt_options(CLI::App* cmd, PromptInput& in);

@@ -12,6 +12,7 @@
 #include "template/checkpoint_template.h"
 #include "template/template.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/chat_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -96,7 +97,10 @@ int run(const RenderChatArgs& a) {
   if (!input.ok()) return fail(input.message());
   auto tok = tokenizer::Tokenizer::load_from_checkpoint_dir(a.tokenizer);
   if (!tok.ok()) return fail(tok.message());
-  auto segments = tokenizer::render_chat(input->messages, input->options);
+  // The checkpoint's chat format: K3's template, or its own (tokenizer/chat_format.h).
+  auto format = tokenizer::ChatFormat::from_checkpoint_dir(a.tokenizer);
+  if (!format.ok()) return fail(format.message());
+  auto segments = format->render(*tok, input->messages, input->options);
   if (!segments.ok()) return fail(segments.message());
   // Encoding also rejects invalid UTF-8, so the output below is valid text.
   auto ids = tokenizer::encode_segments(*tok, *segments);
@@ -117,10 +121,14 @@ int run(const RenderChatArgs& a) {
 }
 
 void setup(CLI::App& root) {
-  auto* cmd = root.add_subcommand("render-chat", "Render a chat with K3's template: the prompt text, segments and ids");
+  auto* cmd = root.add_subcommand("render-chat",
+                                  "Render a chat with the checkpoint's template (K3's, or its own): the prompt "
+                                  "text, segments and ids");
   set_example(cmd, "deltafin render-chat --tokenizer models/demo --messages '[{\"role\": \"user\", \"content\": \"Hi\"}]'");
   static RenderChatArgs args;
-  cmd->add_option("--tokenizer", args.tokenizer, "checkpoint directory with tiktoken.model and tokenizer_config.json");
+  cmd->add_option("--tokenizer", args.tokenizer,
+                  "checkpoint directory with its tokenizer; rendered with K3's template, or with the checkpoint's "
+                  "own chat_template when config.json's model_type is not a Kimi one");
   cmd->add_option("--template", args.template_path,
                   "render this chat template instead: a .jinja file, a tokenizer_config.json (its chat_template) "
                   "or a checkpoint directory; prints the text");

@@ -23,7 +23,7 @@
 #include "generate/greedy.h"
 #include "generate/speculative.h"
 #include "model/model.h"
-#include "server/output_filter.h"
+#include "server/chat_output.h"
 #include "store/fs_util.h"
 #include "store/store_run.h"
 
@@ -237,12 +237,13 @@ int run(const RunOptions& o) {
   bool write_failed = false;
   // --chat (unless --raw / --print-ids): the answer parsed into reasoning and
   // text, as the server does; control tokens are never printed.
-  std::optional<server::OutputFilter> chat_filter;
+  std::optional<server::ChatOutput> chat_filter;
   std::optional<ChatPrinter> chat_printer;
   Status chat_status;
   std::vector<server::Delta> deltas;
   if (prompt.chat && prompt.tokenizer && !o.raw && !o.print_ids) {
-    auto f = server::OutputFilter::create(*prompt.tokenizer, /*chat=*/true, /*thinking=*/true);
+    const bool thinking = prompt.chat_format.prompt_in_thinking(*prompt.tokenizer, prompt.ids, /*thinking=*/true);
+    auto f = server::ChatOutput::create(*prompt.tokenizer, prompt.chat_format.family(), /*chat=*/true, thinking);
     if (!f.ok()) return fail(f.message());
     chat_filter.emplace(std::move(f).value());
     chat_printer.emplace(stdout, /*terminal=*/false, /*show_thinking=*/true);

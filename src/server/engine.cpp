@@ -4,6 +4,7 @@
 
 #include "generate/greedy.h"
 #include "generate/logprobs.h"
+#include "server/chat_output.h"
 #include "server/stop_strings.h"
 #include "tokenizer/chat.h"
 
@@ -16,7 +17,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Model> model, con
   if (tok->vocab_size() > uint32_t(model->config().vocab))
     return error("{}: the tokenizer has {} ids but the model's vocabulary is {}", tokenizer_dir, tok->vocab_size(),
                  model->config().vocab);
-  return std::make_unique<Engine>(std::move(model), std::move(tok).value(), opt);
+  auto format = tokenizer::ChatFormat::from_checkpoint_dir(tokenizer_dir);
+  if (!format.ok()) return format.status();
+  auto engine = std::make_unique<Engine>(std::move(model), std::move(tok).value(), opt);
+  engine->set_chat_format(std::move(format).value());
+  return engine;
 }
 
 Engine::Engine(std::unique_ptr<Model> model, tokenizer::Tokenizer tok, EngineOptions opt)
@@ -45,7 +50,7 @@ std::variant<std::vector<int32_t>, ApiError> Engine::encode(const GenRequest& re
     co.thinking_effort = req.thinking_effort;
     co.tools = req.tools;
     if (!req.tool_choice.empty()) co.tool_choice = req.tool_choice;
-    auto segments = tokenizer::render_chat(req.messages, co);
+    auto segments = format_.render(tok_, req.messages, co);
     if (!segments.ok()) return bad_request(segments.message(), param);
     size_t at_least = 0;
     for (const auto& s : *segments) at_least += s.control ? 1 : lower_bound(s.text.size());
@@ -127,10 +132,11 @@ Result<GenerationOutcome> Engine::generate(const GenRequest& req, const std::vec
 
   // With tools, the model's calls are parsed (ids: call_<generation>_<index>).
   const std::string call_ids = chat && !req.tools.is_null() ? fmt::format("call_{:x}_", ++generations_) : "";
-  DF_ASSIGN(OutputFilter filter, OutputFilter::create(tok_, chat, req.thinking, call_ids));
+  const bool thinking = chat ? format_.prompt_in_thinking(tok_, ids, req.thinking) : req.thinking;
+  DF_ASSIGN(ChatOutput filter, ChatOutput::create(tok_, format_.family(), chat, thinking, call_ids));
   std::vector<int32_t> stop;
   if (chat) {
-    DF_ASSIGN(auto s, tokenizer::chat_stop_ids(tok_));
+    DF_ASSIGN(auto s, format_.stop_ids(tok_));
     stop.assign(s.begin(), s.end());
   }
   GenerateOptions g;

@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/output_filter.h"
+#include "tokenizer/chat_format.h"
 #include "server/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -74,7 +75,8 @@ using DeltaSink = std::function<bool(const std::vector<Delta>& deltas, std::span
 class Engine {
  public:
   Engine(std::unique_ptr<Model> model, tokenizer::Tokenizer tok, EngineOptions opt);
-  // Loads the checkpoint's tokenizer and checks it fits the model's vocabulary.
+  // Loads the checkpoint's tokenizer (checked to fit the model's vocabulary)
+  // and its chat format (tokenizer/chat_format.h: K3, or its own template).
   static Result<std::unique_ptr<Engine>> create(std::unique_ptr<Model> model, const std::string& tokenizer_dir,
                                                 EngineOptions opt);
 
@@ -102,6 +104,9 @@ class Engine {
   size_t retained_boundaries() const { return slot_.size(); }
 
   const tokenizer::Tokenizer& tokenizer() const { return tok_; }
+  // How chats are rendered and parsed (K3 unless set; create() reads the checkpoint's).
+  void set_chat_format(tokenizer::ChatFormat format) { format_ = std::move(format); }
+  const tokenizer::ChatFormat& chat_format() const { return format_; }
   Model& model() { return *model_; }
   const EngineOptions& options() const { return opt_; }
   size_t max_token_bytes() const { return max_token_bytes_; }  // the longest ordinary token, in bytes
@@ -118,6 +123,7 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Drafter> drafter_;
   tokenizer::Tokenizer tok_;
+  tokenizer::ChatFormat format_;
   EngineOptions opt_;
   size_t max_token_bytes_ = 1;     // the longest ordinary token: bytes / this <= token count
   uint64_t generations_ = 0;       // tool-call ids name the generation
