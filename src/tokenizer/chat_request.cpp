@@ -22,8 +22,12 @@ Status apply_chat_template_kwargs(const ojson& kwargs, ChatOptions& options) {
   for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
     const std::string& k = it.key();
     const ojson& v = it.value();
-    if (k == "thinking") {
-      if (!v.is_boolean()) return error("chat_template_kwargs.thinking must be a boolean");
+    if (k == "thinking" || k == "enable_thinking") {
+      // enable_thinking: Qwen3's templates' name for the same switch (clients of vLLM send it).
+      if (!v.is_boolean()) return error("chat_template_kwargs.{} must be a boolean", k);
+      const char* other = k == "thinking" ? "enable_thinking" : "thinking";
+      if (kwargs.contains(other) && kwargs[other] != v)
+        return error("chat_template_kwargs.thinking and enable_thinking disagree");
       options.thinking = v.get<bool>();
     } else if (k == "thinking_effort") {
       if (v.is_null()) {
@@ -34,7 +38,7 @@ Status apply_chat_template_kwargs(const ojson& kwargs, ChatOptions& options) {
         options.thinking_effort = v.get<std::string>();
       }
     } else {
-      return error("chat_template_kwargs.{} is not supported (supported: thinking, thinking_effort)", k);
+      return error("chat_template_kwargs.{} is not supported (supported: thinking, enable_thinking, thinking_effort)", k);
     }
   }
   return {};

@@ -43,6 +43,11 @@ TEST(ServerChatKwargs, ThinkingAndEffortAreRead) {
   ASSERT_TRUE(std::holds_alternative<GenRequest>(v));
   EXPECT_EQ(std::get<GenRequest>(v).thinking_effort, std::nullopt);
 
+  // Qwen3's name for the switch.
+  v = validate_request(RequestKind::Chat, chat(R"(,"chat_template_kwargs":{"enable_thinking":false})"), limits());
+  ASSERT_TRUE(std::holds_alternative<GenRequest>(v));
+  EXPECT_FALSE(std::get<GenRequest>(v).thinking);
+
   v = validate_request(RequestKind::Chat, chat(R"(,"chat_template_kwargs":null)"), limits());
   ASSERT_TRUE(std::holds_alternative<GenRequest>(v));
   EXPECT_EQ(std::get<GenRequest>(v).thinking_effort, "max");
@@ -52,7 +57,9 @@ TEST(ServerChatKwargs, BadValuesAreRefusedNamingTheField) {
   for (const char* extra : {R"(,"chat_template_kwargs":{"thinking":"no"})",
                             R"(,"chat_template_kwargs":{"thinking_effort":"medium"})",
                             R"(,"chat_template_kwargs":{"thinking_effort":"HIGH"})",
-                            R"(,"chat_template_kwargs":{"enable_thinking":true})",
+                            R"(,"chat_template_kwargs":{"enable_thinking":"yes"})",
+                            R"(,"chat_template_kwargs":{"enable_thinking":true,"thinking":false})",
+                            R"(,"chat_template_kwargs":{"enable_templating":true})",
                             R"(,"chat_template_kwargs":[])",
                             R"(,"chat_template_kwargs":{"thinking_effort":"low"},"reasoning_effort":"high")"}) {
     auto v = validate_request(RequestKind::Chat, chat(extra), limits());
