@@ -6,6 +6,7 @@ pkgs=(cmake g++ make pkg-config git
       libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libxxhash-dev liburing-dev
       libssl-dev libcurl4-openssl-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
       libboost-dev python3 python3-jinja2 libedit-dev
+      clang libclang-rt-dev  # libFuzzer + ASan/UBSan runtimes: tests/e2e/fuzz_parsers.sh
       chromium)  # the web chat test (tests/e2e/web_chat.sh) drives it headless
 # Node.js may come from another source (it bundles npm); only ask Debian when absent.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

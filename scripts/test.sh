@@ -36,6 +36,8 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   # language and template corpora against python3-jinja2, the network-fault matrix
   # of setup (47, 43, 38 and 57 s under ASan, 2026-12-07). They run in the release pass.
   heavy+='|^e2e\.(jinja_language|jinja_templates|tokenizer_json_oracle|setup_network_faults)$'
+  # The libFuzzer run builds its own ASan + UBSan binaries: once, in the release pass, is enough.
+  heavy+='|^e2e\.fuzz_parsers$'
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "$heavy"
 fi

@@ -1,7 +1,8 @@
 // libFuzzer target: the tokenizer.json reader (src/tokenizer/tokenizer_json.cpp)
 // and, for inputs it accepts, encoding and decoding with the result. Any
 // input must give a tokenizer or an error value: never a crash, a sanitizer
-// report or a hang. Built and run only by tests/fuzz/tokenizer_json_fuzz.sh.
+// report or a hang. Built and run by tests/fuzz/fuzz_lib.sh (tests/e2e/fuzz_parsers.sh,
+// tests/fuzz/tokenizer_json_fuzz.sh).
 #include <cstddef>
 #include <cstdint>
 #include <string>
