@@ -24,18 +24,15 @@ uint64_t name_hash(const std::string& s) {  // FNV-1a
   return h;
 }
 
-bool ends_with(const std::string& s, std::string_view t) {
-  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
-}
 
 // Values by role, so a random DSpark still behaves like a network: norms
 // near one, unit-scale projections, a Markov bias of about unit size.
 void fill(const DsparkShape& s, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
   Mt19937_64 rng(mix64(seed ^ mix64(name_hash(t.name))));
   double centre = 0, spread = std::sqrt(3.0 / double(t.shape.back()));
-  if (ends_with(t.name, "norm.weight")) centre = 1.0, spread = 0.1;
+  if (t.name.ends_with("norm.weight")) centre = 1.0, spread = 0.1;
   else if (t.name.find("markov_w") != std::string::npos) spread = std::sqrt(3.0 / std::sqrt(double(s.markov_rank)));
-  else if (ends_with(t.name, ".bias")) spread = 0.1;
+  else if (t.name.ends_with(".bias")) spread = 0.1;
   const uint64_t n = t.nbytes() / 2;
   for (uint64_t i = 0; i < n; ++i) {
     const double u = double(rng() >> 11) * 0x1.0p-52 - 1.0;

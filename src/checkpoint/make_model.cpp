@@ -10,6 +10,7 @@
 #include <bit>
 
 #include "checkpoint/expert_generator.h"
+#include "checkpoint/seeded_hash.h"
 #include "core/files.h"
 #include "core/mt19937_64.h"
 
@@ -75,23 +76,6 @@ void add_layer(const ModelPreset& p, int l, std::vector<TensorGroup>& g) {
   for (int e = 0; e < p.experts; ++e) g.push_back(expert_tensor_group(p, l, e));
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// FNV-1a over the name and SplitMix64 over (seed, hash): defined bit for bit,
-// unlike std::hash or std::seed_seq-free engine seeding across libraries.
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [-1, 1) from 53 random bits; exact, so identical on every machine.
 double uniform_pm1(Mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-52 - 1.0; }
@@ -144,7 +128,7 @@ Result<std::vector<std::vector<TensorSpec>>> split_into_shards(const std::vector
 void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
   Mt19937_64 rng(splitmix64(seed ^ splitmix64(fnv1a(t.name))));
   const std::string& n = t.name;
-  if (ends_with(n, "weight_packed")) {  // random E2M1 nibbles: each engine word, little-endian
+  if (n.ends_with("weight_packed")) {  // random E2M1 nibbles: each engine word, little-endian
     uint64_t words[256];
     size_t i = 0;
     while (out.size() - i >= 8) {
@@ -164,7 +148,7 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
     }
     return;
   }
-  if (ends_with(n, "weight_scale")) {
+  if (n.ends_with("weight_scale")) {
     // Centre the E8M0 exponent so W·x keeps unit scale: the RMS of a random
     // E2M1 element is about 2.93, times sqrt(fan_in) terms.
     const double fan_in = double(t.shape[1]) * 32;
@@ -178,14 +162,14 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
   // value = centre + spread * U(-1, 1), chosen once per tensor from its role.
   double centre = 0, spread = std::sqrt(3.0 / fan_in);  // [out, in] projection: unit-scale outputs
   uint64_t live = count;                                 // entries past `live` are zero padding
-  if (ends_with(n, ".A_log")) centre = 1.35, spread = 1.35, live = uint64_t(p.kda_heads);  // log(1..15)
-  else if (ends_with(n, ".dt_bias")) spread = 0.5;
-  else if (ends_with(n, "conv1d.weight")) spread = std::sqrt(3.0 / p.conv_kernel);
-  else if (ends_with(n, "e_score_correction_bias")) spread = 0.02;
-  else if (ends_with(n, "norm.weight")) centre = 1.0, spread = 0.1;
-  else if (ends_with(n, "_res_proj.weight")) spread = std::sqrt(3.0 / H);
-  else if (ends_with(n, "embed_tokens.weight")) spread = 1.0;
-  else if (ends_with(n, "lm_head.weight")) spread = 2.0 * std::sqrt(3.0 / H);
+  if (n.ends_with(".A_log")) centre = 1.35, spread = 1.35, live = uint64_t(p.kda_heads);  // log(1..15)
+  else if (n.ends_with(".dt_bias")) spread = 0.5;
+  else if (n.ends_with("conv1d.weight")) spread = std::sqrt(3.0 / p.conv_kernel);
+  else if (n.ends_with("e_score_correction_bias")) spread = 0.02;
+  else if (n.ends_with("norm.weight")) centre = 1.0, spread = 0.1;
+  else if (n.ends_with("_res_proj.weight")) spread = std::sqrt(3.0 / H);
+  else if (n.ends_with("embed_tokens.weight")) spread = 1.0;
+  else if (n.ends_with("lm_head.weight")) spread = 2.0 * std::sqrt(3.0 / H);
   auto value = [&](uint64_t i) -> double {
     const double u = uniform_pm1(rng);
     return i < live ? centre + spread * u : 0.0;
@@ -202,7 +186,7 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
   // tokens, neighbours on the ring, enter every router alike.
   constexpr int kRingHarmonics = 8;
   constexpr double kRingGain = 512;
-  const bool embed = ends_with(n, "embed_tokens.weight"), head = ends_with(n, "lm_head.weight");
+  const bool embed = n.ends_with("embed_tokens.weight"), head = n.ends_with("lm_head.weight");
   const int64_t R = p.text_ranks, Hd = p.hidden;
   std::vector<double> ring, ids;  // [R, H] each
   if (p.route_persist > 0 && (embed || head) && R > 1) {
@@ -231,7 +215,7 @@ void fill_random_tensor(const ModelPreset& p, uint64_t seed, const TensorSpec& t
     if (embed) return kRingGain * rms * (std::sqrt(w) * ring[size_t(row * Hd + d)] + std::sqrt(1 - w) * ids[size_t(row * Hd + d)]);
     return rms * ids[size_t(((row + R - 1) % R) * Hd + d)];
   };
-  const bool skewed = p.route_skew > 0 && ends_with(n, "e_score_correction_bias");
+  const bool skewed = p.route_skew > 0 && n.ends_with("e_score_correction_bias");
   for (uint64_t i = 0; i < count; ++i) {
     double x = ring.empty() ? value(i) : ring_value(i, value(i));
     if (skewed) x += p.route_skew * (-std::log(1.0 - 0.5 * (uniform_pm1(rng) + 1.0) * 0.999999999) - std::log(2.0));

@@ -1,36 +1,20 @@
 #include "checkpoint/qwen3_writer.h"
 
-#include <cstdio>
-
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "checkpoint/make_model.h"
+#include "checkpoint/seeded_hash.h"
 #include "core/mt19937_64.h"
 
 namespace deltafin {
 
 namespace {
 
-bool ends_with(const std::string& s, std::string_view t) {
-  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
-}
-
-// FNV-1a over the name, SplitMix64 over (seed, hash): defined bit for bit.
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 constexpr std::string_view kScaleSuffix = "_scale_inv";
 
@@ -38,7 +22,7 @@ constexpr std::string_view kScaleSuffix = "_scale_inv";
 // are FP8 in an FP8 checkpoint (the router and lm_head stay BF16).
 bool quantised_linear(const std::string& n) {
   if (n.find(".self_attn.") != std::string::npos) return n.find("_norm.") == std::string::npos;
-  return ends_with(n, "gate_proj.weight") || ends_with(n, "up_proj.weight") || ends_with(n, "down_proj.weight");
+  return n.ends_with("gate_proj.weight") || n.ends_with("up_proj.weight") || n.ends_with("down_proj.weight");
 }
 
 // The role of a tensor sets its distribution: centre + spread * U(-1, 1).
@@ -50,9 +34,9 @@ bool quantised_linear(const std::string& n) {
 // last token forever, so it gets an RMS of 0.1 (logits of about 1.6 RMS).
 void distribution(const std::string& n, int64_t fan_in, bool tied, double& centre, double& spread) {
   centre = 0, spread = std::sqrt(3.0 / double(fan_in));
-  if (ends_with(n, "norm.weight")) centre = 1.0, spread = 0.1;
-  else if (ends_with(n, "embed_tokens.weight")) spread = (tied ? 0.1 : 1.0) * std::sqrt(3.0);
-  else if (ends_with(n, "lm_head.weight")) spread = 2.0 * std::sqrt(3.0 / double(fan_in));
+  if (n.ends_with("norm.weight")) centre = 1.0, spread = 0.1;
+  else if (n.ends_with("embed_tokens.weight")) spread = (tied ? 0.1 : 1.0) * std::sqrt(3.0);
+  else if (n.ends_with("lm_head.weight")) spread = 2.0 * std::sqrt(3.0 / double(fan_in));
 }
 
 std::vector<float> values(uint64_t seed, const std::string& name, uint64_t count, int64_t fan_in, bool tied) {
@@ -103,10 +87,10 @@ void add(std::vector<std::vector<TensorSpec>>& g, const Qwen3Preset& p, std::str
 std::pair<int64_t, int64_t> linear_shape(const Qwen3Preset& p, const std::string& n) {
   const int64_t H = p.hidden, Q = int64_t(p.heads) * p.head_dim, KV = int64_t(p.kv_heads) * p.head_dim;
   const int64_t I = n.find(".experts.") != std::string::npos ? p.moe_inter : p.inter;
-  if (ends_with(n, "q_proj.weight")) return {Q, H};
-  if (ends_with(n, "k_proj.weight") || ends_with(n, "v_proj.weight")) return {KV, H};
-  if (ends_with(n, "o_proj.weight")) return {H, Q};
-  if (ends_with(n, "down_proj.weight")) return {H, I};
+  if (n.ends_with("q_proj.weight")) return {Q, H};
+  if (n.ends_with("k_proj.weight") || n.ends_with("v_proj.weight")) return {KV, H};
+  if (n.ends_with("o_proj.weight")) return {H, Q};
+  if (n.ends_with("down_proj.weight")) return {H, I};
   return {I, H};  // gate_proj, up_proj
 }
 
@@ -180,7 +164,7 @@ static Status write_unit_block_scales(const std::string& path, const std::vector
 }
 
 void fill_qwen3_tensor(const Qwen3Preset& p, uint64_t seed, const TensorSpec& t, std::span<uint8_t> out) {
-  const bool is_scale = ends_with(t.name, kScaleSuffix);
+  const bool is_scale = t.name.ends_with(kScaleSuffix);
   if (t.dtype == DType::F8_E4M3 || is_scale) {
     // Both records of an FP8 linear derive from the BF16 values of <name>.weight.
     const std::string base = is_scale ? t.name.substr(0, t.name.size() - kScaleSuffix.size()) : t.name;
