@@ -68,7 +68,7 @@ class HubExpertFetcher : public RemoteExperts {
     uint64_t at = 0;
     for (int k = 0; k < 6; ++k) {
       if (!layout_.bytes[k]) continue;
-      const int part = k / 2 == 0 ? 0 : k / 2 == 1 ? 2 : 1;  // records w1, w2, w3 = gate, down, up
+      const int part = record_name_part(k);
       const std::string& name = k % 2 ? names.scale[part] : names.weight[part];
       const TensorInfo* t = headers_->find(name);
       if (!t) return error("tensor {} is not in the checkpoint's headers ({})", name, headers_->dir());

@@ -20,6 +20,10 @@ struct ExpertLayout {
 
 ExpertLayout expert_layout(const ModelConfig& cfg);
 
+// Record k's matrix as the families name them (ExpertTensorNames: gate, up,
+// down): records run w1 (gate), w2 (down), w3 (up).
+inline int record_name_part(int k) { return k / 2 == 0 ? 0 : k / 2 == 1 ? 2 : 1; }
+
 // Views of the expert whose payload starts at `base`.
 ExpertWeights expert_views(const ExpertLayout& layout, const uint8_t* base);
 

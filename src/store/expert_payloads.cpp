@@ -77,8 +77,7 @@ Result<std::unique_ptr<ExpertPayloads>> from_checkpoint(const Checkpoint& ck, co
       const ExpertTensorNames names = family.expert_names(cfg, moe_layers[m], e);
       for (int k = 0; k < 6; ++k) {
         if (!layout.bytes[k]) continue;
-        // Records run w1 (gate), w2 (down), w3 (up); the names gate, up, down.
-        const int part = k / 2 == 0 ? 0 : k / 2 == 1 ? 2 : 1;
+        const int part = record_name_part(k);
         const std::string& name = k % 2 ? names.scale[part] : names.weight[part];
         const TensorInfo* t = ck.find(name);
         if (!t || t->nbytes != layout.bytes[k])
