@@ -34,8 +34,9 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   # Oracle sweeps whose parsers and interpreters the unit tests and the lighter e2e
   # checks still run here: thousands of strings against transformers.js, the Jinja
   # language and template corpora against python3-jinja2, the network-fault matrix
-  # of setup (47, 43, 38 and 57 s under ASan, 2026-12-07). They run in the release pass.
-  heavy+='|^e2e\.(jinja_language|jinja_templates|tokenizer_json_oracle|setup_network_faults)$'
+  # of setup (47, 43, 38 and 57 s under ASan, 2026-12-07), and the PyTorch goldens' regeneration
+  # where PyTorch is installed (75 s). They run in the release pass.
+  heavy+='|^e2e\.(jinja_language|jinja_templates|tokenizer_json_oracle|setup_network_faults|qwen3_torch_live)$'
   # The libFuzzer run builds its own ASan + UBSan binaries: once, in the release pass, is enough.
   heavy+='|^e2e\.fuzz_parsers$'
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
