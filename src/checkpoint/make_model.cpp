@@ -263,15 +263,6 @@ bool spine_checkpoint_complete(const std::filesystem::path& dir, const std::stri
   return true;
 }
 
-Status write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return error("{}: cannot create", path.string());
-  f << text;
-  f.close();
-  if (!f) return error("{}: write failed", path.string());
-  return {};
-}
-
 }  // namespace
 
 Status make_model(const ModelPreset& p, const std::string& out_dir, uint64_t seed, ExpertOutput experts) {

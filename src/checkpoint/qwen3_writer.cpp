@@ -94,15 +94,6 @@ std::pair<int64_t, int64_t> linear_shape(const Qwen3Preset& p, const std::string
   return {I, H};  // gate_proj, up_proj
 }
 
-Status write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return error("{}: cannot create", path.string());
-  f << text;
-  f.close();
-  if (!f) return error("{}: write failed", path.string());
-  return {};
-}
-
 }  // namespace
 
 std::vector<std::vector<TensorSpec>> qwen3_tensor_groups(const Qwen3Preset& p) {

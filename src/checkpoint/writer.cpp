@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include <fmt/ranges.h>
@@ -110,6 +111,15 @@ Status write_safetensors_index(const std::string& path, const std::vector<std::s
 
 std::string shard_file_name(int index_one_based, int count, int total_digits) {
   return fmt::format("model-{:05d}-of-{:0{}d}.safetensors", index_one_based, count, total_digits);
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return error("{}: cannot create", path);
+  f << text;
+  f.close();
+  if (!f) return error("{}: write failed", path);
+  return {};
 }
 
 }  // namespace deltafin

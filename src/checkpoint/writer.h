@@ -32,6 +32,9 @@ std::string safetensors_header(const std::vector<TensorSpec>& tensors);
 // (ftruncate), so reading it yields zeros.
 Status write_safetensors(const std::string& path, const std::vector<TensorSpec>& tensors, const TensorFill& fill);
 
+// A small text file beside the shards (config.json, generation_config.json, ...).
+Status write_text(const std::string& path, const std::string& text);
+
 // model.safetensors.index.json: metadata.total_size and weight_map, tensors in
 // shard order then list order.
 Status write_safetensors_index(const std::string& path, const std::vector<std::string>& shard_names,
